@@ -1,0 +1,296 @@
+"""The command line: `ddptui [PLAYBOOK]` starts the TUI; the subcommands work headless.
+
+Errors become words here, in one place: bad input exits 2 with `path:line:col: message`, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from . import __version__
+from .core.errors import DdptuiError, NodeError, PlaybookError, UsageError
+
+SUBCOMMANDS = ("validate", "check", "run")
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own exit code is 2 too; keep its words
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"ddptui: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs-dir", type=Path, help="where runs are recorded (default: the user data folder)")
+    p.add_argument("--ssh-config", type=Path, help="an ssh_config to use instead of ~/.ssh/config")
+    p.add_argument("--accept-new-host-keys", action="store_true",
+                   help="accept and save unknown host keys (like StrictHostKeyChecking=accept-new); "
+                        "a changed key is always refused")
+    p.add_argument("--version", action="version", version=f"ddptui {__version__}")
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    top = _Parser(prog="ddptui", description=(
+        "Get multi-node PyTorch jobs running from a login node. With no command, opens the TUI: "
+        "the playbook picker, or PLAYBOOK ready to step through."),
+        epilog="commands (headless): validate PLAYBOOK · check PLAYBOOK [--json] · "
+               "run PLAYBOOK --headless [--from STEP] [--json].  `ddptui COMMAND --help` for more.")
+    top.add_argument("playbook", nargs="?", type=Path, help="a playbook YAML file")
+    _common(top)
+
+    sub = _Parser(prog="ddptui")
+    cmds = sub.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    v = cmds.add_parser("validate", help="check a playbook; every problem as path:line:col: message")
+    v.add_argument("playbook", type=Path)
+    _common(v)
+    c = cmds.add_parser("check", help="run the preflight steps only, headless")
+    c.add_argument("playbook", type=Path)
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    _common(c)
+    r = cmds.add_parser("run", help="run the whole playbook")
+    r.add_argument("playbook", type=Path)
+    r.add_argument("--headless", action="store_true", help="without the TUI: lines prefixed with their node")
+    r.add_argument("--from", dest="from_step", metavar="STEP", help="start at this step id")
+    r.add_argument("--json", action="store_true", help="one JSON event per line")
+    _common(r)
+    return top, sub
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top, sub = build_parser()
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            args = sub.parse_args(argv)
+            return {"validate": cmd_validate, "check": cmd_check, "run": cmd_run}[args.command](args)
+        args = top.parse_args(argv)
+        return cmd_tui(args)
+    except PlaybookError as e:
+        print_problems(e)
+        return EXIT_USAGE
+    except UsageError as e:
+        sys.stderr.write(f"ddptui: {e}\n")
+        return EXIT_USAGE
+    except DdptuiError as e:
+        sys.stderr.write(f"ddptui: {e}\n")
+        return EXIT_FAIL
+    except BrokenPipeError:
+        return EXIT_FAIL
+
+
+def print_problems(e: PlaybookError) -> None:
+    for p in e.problems:
+        sys.stderr.write(p.render() + "\n")
+    n = len(e.problems)
+    sys.stderr.write(f"{e.path}: {n} problem{'s' if n != 1 else ''}; nothing was run\n")
+
+
+def _load(path: Path):
+    from .core.playbook.loader import load_playbook
+
+    if not path.exists():
+        raise UsageError(f"{path}: no such playbook file")
+    return load_playbook(path)
+
+
+def _ssh_settings(args: argparse.Namespace):
+    from .core.transport.factory import SSHSettings
+
+    cfg = args.ssh_config
+    if cfg is not None and not cfg.is_file():
+        raise UsageError(f"--ssh-config {cfg}: no such file")
+    return SSHSettings(ssh_config=cfg, accept_new_host_keys=args.accept_new_host_keys)
+
+
+def _runs_dir(args: argparse.Namespace) -> Path:
+    from .core.paths import default_runs_dir
+
+    d = args.runs_dir or default_runs_dir()
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--runs-dir {d}: cannot create it: {e.strerror}") from None
+    if not os.access(d, os.W_OK):
+        raise UsageError(f"--runs-dir {d}: not writable")
+    return d
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    pb = _load(args.playbook)
+    steps = ", ".join(s.id for s in pb.steps)
+    print(f"{args.playbook}: ok — {pb.name}: {len(pb.nodes)} node{'s' if len(pb.nodes) != 1 else ''} "
+          f"(master {pb.master}), {pb.job.nproc_per_node} proc/node, steps: {steps}")
+    return EXIT_OK
+
+
+class _Printer:
+    """Headless output: `node │ line`, flushed line by line even into a pipe; or JSON events."""
+
+    def __init__(self, as_json: bool, width: int) -> None:
+        self.as_json = as_json
+        self.width = width
+        self._lock = threading.Lock()
+        self.out = sys.stdout
+
+    def __call__(self, ev) -> None:
+        from .core import events as E
+
+        with self._lock:
+            if self.as_json:
+                if isinstance(ev, E.NodeOutput):
+                    for i, text in enumerate(ev.lines):
+                        self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,
+                                            "line": ev.first_line + i, "text": text}))
+                else:
+                    self._w(json.dumps(ev.to_json(), default=str))
+                return
+            if isinstance(ev, E.NodeOutput):
+                pre = f"{ev.node:<{self.width}} │ "
+                self._w("".join(pre + line + "\n" for line in ev.lines), nl=False)
+            elif isinstance(ev, E.StepChanged):
+                mark = {"running": "▶", "passed": "✓", "failed": "✗", "skipped": "·"}.get(ev.state, " ")
+                msg = f" — {ev.message}" if ev.message and ev.state != "running" else (
+                    f" {ev.message}" if ev.message else "")
+                self._w(f"{'ddptui':<{self.width}} │ {mark} {ev.step}: {ev.state}{msg}")
+            elif isinstance(ev, E.NodeState) and ev.state in ("unreachable", "failed", "lost", "running", "exited", "stopped"):
+                self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {ev.state}{' — ' + ev.message if ev.message else ''}")
+            elif isinstance(ev, E.CheckResult) and ev.status != "pass":
+                self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {ev.check} {ev.status}: {ev.summary}")
+            elif isinstance(ev, E.CommandPlanned):
+                self._w(f"{'ddptui':<{self.width}} │   {ev.node} (node_rank {ev.node_rank}): {ev.command}")
+            elif isinstance(ev, E.Notice):
+                self._w(f"{'ddptui':<{self.width}} │ {ev.level}: {ev.text}")
+            elif isinstance(ev, E.RunStarted):
+                self._w(f"{'ddptui':<{self.width}} │ run {ev.run_id} → {ev.run_dir}")
+
+    def _w(self, s: str, nl: bool = True) -> None:
+        self.out.write(s + ("\n" if nl else ""))
+        self.out.flush()
+
+
+def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: bool) -> tuple[int, object]:
+    from .core.runbook import Runbook
+    from .core.transport.factory import make_factory
+
+    pb = _load(args.playbook)
+    settings = _ssh_settings(args)
+    runs_dir = _runs_dir(args)
+    width = max([len(n.name) for n in pb.nodes] + [6])
+    printer = _Printer(as_json, width)
+    rb = Runbook(pb, printer, runs_dir, make_factory(settings))
+    ids = [s.id for s in pb.steps]
+    start = getattr(args, "from_step", None)
+    if start and start not in ids:
+        raise UsageError(f"--from {start}: no such step (the steps are: {', '.join(ids)})")
+    # SIGTERM is handled like Ctrl-C: stop the remote processes first.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        if step_ids is not None:
+            ok = all(rb.run_step(s) for s in step_ids)
+        else:
+            if start:
+                for sid in ids[: ids.index(start)]:
+                    rb.skip(sid)
+            ok = rb.run_all(start)
+        rc = EXIT_OK if ok else EXIT_FAIL
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        printer(_notice("interrupted: stopping the job on every node"))
+        rc = EXIT_INTERRUPTED
+    finally:
+        rb.close()
+    if not as_json and rb.run_dir is not None:
+        s = rb.summary()
+        bad = [f"{n} {d['state']}" + (f" (exit {d['exit_code']})" if d["exit_code"] not in (None, 0) else "")
+               for n, d in s["nodes"].items() if d["state"] in ("failed", "lost", "unreachable")]
+        verdict = "ok" if rc == EXIT_OK else ("interrupted" if rc == EXIT_INTERRUPTED else "FAILED")
+        printer._w(f"{'ddptui':<{width}} │ {verdict}" + (f": {', '.join(bad)}" if bad else "") +
+                   f" — logs in {rb.run_dir.path}")
+    return rc, rb
+
+
+def _raise_interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _notice(text: str):
+    from .core.events import Notice
+
+    return Notice("warning", text)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if not args.headless:
+        return cmd_tui(argparse.Namespace(**{**vars(args), "start_step": args.from_step}))
+    rc, _ = _headless(args, None, args.json)
+    return rc
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    pb = _load(args.playbook)
+    ids = [s.id for s in pb.steps if s.kind in ("connect", "check")] or ["connect"]
+    if args.json:
+        import io
+
+        buf = _Printer(False, 6)
+        buf.out = io.StringIO()  # the JSON object is the only thing on stdout
+        from .core.runbook import Runbook
+        from .core.transport.factory import make_factory
+
+        rb = Runbook(pb, buf, _runs_dir(args), make_factory(_ssh_settings(args)))
+        try:
+            ok = all([rb.run_step(s) for s in ids])
+        except KeyboardInterrupt:
+            rb.close()
+            return EXIT_INTERRUPTED
+        rb.close()
+        print(json.dumps(check_report(args.playbook, rb), indent=2))
+        return EXIT_OK if ok else EXIT_FAIL
+    rc, _ = _headless(args, ids, False)
+    return rc
+
+
+def check_report(path: Path, rb) -> dict:
+    checks = {}
+    for line in (rb.run_dir.path / "events.jsonl").read_text().splitlines() if rb.run_dir else []:
+        ev = json.loads(line)
+        if ev.get("event") == "check":
+            checks.setdefault(ev["node"], []).append(
+                {"id": ev["check"], "status": ev["status"], "summary": ev["summary"],
+                 "command": ev["command"], "output": ev["output"]})
+    nodes = []
+    for name, nr in rb.nodes.items():
+        reachable = nr.transport is not None and nr.state != "unreachable"
+        f = nr.facts
+        nodes.append({
+            "name": name, "host": nr.transport.address if nr.transport else None,
+            "role": "master" if name == rb.pb.master else "worker",
+            "reachable": reachable, "error": nr.error,
+            "facts": {"hostname": f.get("hostname"),
+                      "software": {k: f.get(k) for k in ("python", "torch", "cuda", "nccl")},
+                      "env": rb._env_for(name)} if reachable else {},
+            "checks": checks.get(name, []),
+        })
+    return {"playbook": str(path), "nodes": nodes, "findings": []}
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    settings = _ssh_settings(args)
+    runs_dir = _runs_dir(args)
+    playbook = getattr(args, "playbook", None)
+    if playbook is not None and not playbook.exists():
+        raise UsageError(f"{playbook}: no such playbook file")
+    from .ui.app import DdptuiApp  # textual is imported only for the TUI
+
+    app = DdptuiApp(playbook=playbook, runs_dir=runs_dir, ssh_settings=settings,
+                    start_step=getattr(args, "start_step", None))
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,1 @@
+"""The domain: playbooks, transports, checks, launch, logs. Never imports textual or rich."""

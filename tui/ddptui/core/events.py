@@ -1,0 +1,111 @@
+"""What the core tells its consumers (the TUI and the headless CLI) while it works.
+
+Every event is a frozen dataclass with a `kind`; `to_json()` gives the `--json` form. Both the TUI
+and `run --headless` consume exactly these, so they can never disagree.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Event:
+    kind = "event"
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["event"] = self.kind
+        return d
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    kind = "run-started"
+    run_id: str
+    run_dir: str
+    playbook: str
+    nodes: tuple[str, ...]
+    t: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class StepChanged(Event):
+    kind = "step"
+    step: str
+    state: str  # pending, running, passed, failed, skipped
+    message: str = ""
+    t: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class NodeOutput(Event):
+    """A batch of lines from one node's job, in order; `first_line` is the 1-based line number."""
+
+    kind = "output"
+    node: str
+    lines: tuple[str, ...]
+    first_line: int
+    stream: str = "stdout"
+
+    def to_json(self) -> dict[str, Any]:  # one JSON line per text line, as the contract says
+        return {"event": self.kind, "node": self.node, "stream": self.stream,
+                "lines": list(self.lines), "first_line": self.first_line}
+
+
+@dataclass(frozen=True)
+class NodeState(Event):
+    """A node's job state: connecting, connected, unreachable, launching, running, exited, failed, lost, stopped."""
+
+    kind = "node"
+    node: str
+    state: str
+    message: str = ""
+    rc: int | None = None
+    pid: int | None = None
+    pgid: int | None = None
+    t: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class CheckResult(Event):
+    kind = "check"
+    node: str
+    check: str
+    status: str  # pass, warn, fail, skip
+    summary: str
+    command: str = ""
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class CommandPlanned(Event):
+    """The exact command a node will run, shown before it runs (and copyable)."""
+
+    kind = "command"
+    node: str
+    role: str
+    node_rank: int
+    command: str
+
+
+@dataclass(frozen=True)
+class Notice(Event):
+    kind = "notice"
+    level: str  # info, warning, error
+    text: str
+    node: str | None = None
+    t: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class RunFinished(Event):
+    kind = "run-finished"
+    ok: bool
+    summary: dict[str, Any]
+    t: float = field(default_factory=time.time)
+
+
+Sink = Callable[[Event], None]

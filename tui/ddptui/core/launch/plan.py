@@ -1,0 +1,92 @@
+"""The launch plan: playbook + what the nodes told us -> each node's exact torchrun command.
+
+Pure code: no I/O, so it is unit-tested line by line. Values are quoted only when a plan is shown
+as a shell line; the transport sends argv and env as data, never as pasted strings.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from ..playbook.model import Playbook
+
+SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|API_KEY|ACCESS_KEY|PRIVATE)", re.I)
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    node: str
+    role: str  # master | worker
+    node_rank: int
+    nproc: int
+    first_rank: int  # global rank of local rank 0 (static rendezvous)
+    python: str
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    @property
+    def ranks(self) -> range:
+        return range(self.first_rank, self.first_rank + self.nproc)
+
+    def shell_line(self, reveal_secrets: bool = False) -> str:
+        """The command as one copyable shell line; secret-looking env values are masked."""
+        env = " ".join(
+            f"{k}={shlex.quote(v if reveal_secrets or not SECRET_NAME.search(k) else '***')}"
+            for k, v in sorted(self.env.items())
+        )
+        cmd = shlex.join(self.argv)
+        line = f"env {env} {cmd}" if env else cmd
+        return f"cd {shlex.quote(self.cwd)} && {line}" if self.cwd else line
+
+
+@dataclass(frozen=True)
+class LaunchInputs:
+    """What the plan needs to know about the nodes (from connect and the checks)."""
+
+    master_addr: str
+    scripts: dict[str, str]  # node -> the script's path on that node
+    pythons: dict[str, str]  # node -> interpreter whose torch runs the job
+    extra_env: dict[str, str] = field(default_factory=dict)  # applied fixes
+
+
+def plan_launch(pb: Playbook, inputs: LaunchInputs) -> list[NodePlan]:
+    """One NodePlan per node, master first; node_rank follows the playbook's node order."""
+    job = pb.job
+    nodes = pb.ordered_nodes()
+    nnodes = len(nodes)
+    plans: list[NodePlan] = []
+    first_rank = 0
+    for rank, node in enumerate(nodes):
+        nproc = pb.nproc_of(node)
+        python = inputs.pythons[node.name]
+        argv: list[str] = [python, "-m", "torch.distributed.run", f"--nnodes={nnodes}",
+                           f"--nproc-per-node={nproc}"]
+        if job.rendezvous == "static":
+            argv += [f"--node-rank={rank}", f"--master-addr={inputs.master_addr}",
+                     f"--master-port={job.master_port}", f"--rdzv-conf=timeout={job.rdzv_timeout}"]
+        else:
+            argv += ["--rdzv-backend=c10d", f"--rdzv-endpoint={inputs.master_addr}:{job.master_port}",
+                     f"--rdzv-id={job.rdzv_id}",
+                     f"--rdzv-conf=timeout={job.rdzv_timeout},read_timeout={job.rdzv_read_timeout}"]
+        if job.tee:
+            # --tee makes torchrun prefix each line with [default<local_rank>]:, so two ranks'
+            # prints never glue together on one line.
+            argv.append("--tee=3")
+        argv.append(inputs.scripts[node.name])
+        argv += list(job.args)
+        env = {"PYTHONUNBUFFERED": "1", "LOGLEVEL": "INFO"}
+        if job.backend != "auto":
+            env["DDPTUI_BACKEND"] = job.backend
+        env.update(job.env_dict())
+        env.update(dict(node.env))
+        env.update(inputs.extra_env)
+        plans.append(NodePlan(
+            node=node.name, role="master" if rank == 0 else "worker", node_rank=rank, nproc=nproc,
+            first_rank=first_rank, python=python, argv=tuple(argv), env=env,
+            cwd=node.workdir or job.workdir,
+        ))
+        first_rank += nproc
+    return plans

@@ -1,0 +1,1 @@
+"""Transports: one interface (base.Transport), a local and an ssh implementation."""

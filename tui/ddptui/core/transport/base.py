@@ -1,0 +1,159 @@
+"""One interface for every way of reaching a node: local (subprocess) and ssh (paramiko)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text(encoding="utf-8")
+_CTL = "\x1eddptui-guard "
+_STARTED = re.compile(r"started pid=(\d+) pgid=(\d+)")
+_EXIT = re.compile(r"exit rc=(-?\d+)")
+
+OnLines = Callable[[list[str]], None]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    rc: int | None  # None: timed out
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What the guard on the node starts: argv in cwd with env on top of the node's own."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    grace: float = 10.0
+
+    def to_stdin(self) -> bytes:
+        return (json.dumps({"argv": list(self.argv), "env": self.env, "cwd": self.cwd,
+                            "grace": self.grace}) + "\n").encode()
+
+
+class LineSplitter:
+    """Bytes in, whole lines out; a partial line waits for the rest."""
+
+    def __init__(self) -> None:
+        self._tail = b""
+
+    def feed(self, data: bytes) -> list[str]:
+        data = self._tail + data
+        parts = data.split(b"\n")
+        self._tail = parts.pop()
+        return [p.decode("utf-8", "replace").rstrip("\r") for p in parts]
+
+    def flush(self) -> list[str]:
+        tail, self._tail = self._tail, b""
+        return [tail.decode("utf-8", "replace").rstrip("\r")] if tail else []
+
+
+class RemoteProcess(ABC):
+    """A job started under the guard on one node."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self.pid: int | None = None
+        self.pgid: int | None = None
+        self.returncode: int | None = None
+        self.lost = False  # the connection went away before the exit code came
+        self.started = threading.Event()
+        self.done = threading.Event()
+        self.diagnostics: list[str] = []  # guard stderr that was not a control line
+
+    def _control(self, line: str) -> None:
+        if not line.startswith(_CTL):
+            if line.strip():
+                self.diagnostics.append(line)
+            return
+        msg = line[len(_CTL):]
+        if m := _STARTED.match(msg):
+            self.pid, self.pgid = int(m.group(1)), int(m.group(2))
+            self.started.set()
+        elif m := _EXIT.match(msg):
+            self.returncode = int(m.group(1))
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self.done.wait(timeout)
+        return self.returncode
+
+    @property
+    def running(self) -> bool:
+        return not self.done.is_set()
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Ask the guard to stop the job (TERM to the group, KILL after the grace period)."""
+
+    @abstractmethod
+    def detach(self) -> None:
+        """Stop reading, leaving the job as it is (used only when the user chose to leave it)."""
+
+
+class Transport(ABC):
+    """A node we can run commands on, over one connection for the whole run."""
+
+    kind = "abstract"
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+
+    @property
+    def address(self) -> str | None:
+        """The node's address as reached from here (None when not connected)."""
+        return None
+
+    @abstractmethod
+    def connect(self) -> None:
+        """Open the connection, or raise NodeError in words a person can act on."""
+
+    @abstractmethod
+    def run(self, argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
+            stdin: bytes | None = None, shell: str | None = None) -> CommandResult:
+        """Run a short command (argv, or a `sh -c` script) and collect its output."""
+
+    @abstractmethod
+    def start(self, spec: LaunchSpec, on_lines: OnLines, python: str) -> RemoteProcess:
+        """Start a long-running job under the guard, streaming merged output to on_lines."""
+
+    @abstractmethod
+    def put_file(self, local: Path, remote_name: str) -> str:
+        """Copy a file onto the node (ddptui's cache folder); return its absolute path there."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+def read_loop(read: Callable[[], bytes], on_lines: OnLines, batch_seconds: float = 0.05) -> None:
+    """Read chunks until EOF; deliver whole lines in batches (never one call per line)."""
+    splitter = LineSplitter()
+    pending: list[str] = []
+    last = time.monotonic()
+    while True:
+        data = read()
+        if not data:
+            break
+        pending.extend(splitter.feed(data))
+        now = time.monotonic()
+        if pending and (len(pending) >= 1000 or now - last >= batch_seconds or len(data) < 4096):
+            on_lines(pending)
+            pending = []
+            last = now
+    pending.extend(splitter.flush())
+    if pending:
+        on_lines(pending)

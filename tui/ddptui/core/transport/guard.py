@@ -1,0 +1,134 @@
+"""The node-side guard that every launch runs under (sent inline as `python3 -c SOURCE`).
+
+It reads one JSON line from stdin: {"argv": [...], "env": {...}, "cwd": "...", "grace": 10}, so
+the job's env (secrets included) never appears on a command line. It then:
+
+- becomes a child subreaper, so workers that torchrun starts in their own sessions
+  (start_new_session=True) are re-parented to it if torchrun dies, and can still be found;
+- starts the job in a new session and process group, with stderr merged into stdout;
+- reports `pid`/`pgid` and, at the end, the exit code on its own stderr (control lines);
+- stops the job when stdin says `stop` or closes (ddptui quit or the SSH connection dropped):
+  SIGTERM to the group and every descendant, then SIGKILL after the grace period.
+
+This file must stay self-contained, standard-library-only Python 3.6+: it runs on the nodes.
+"""
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+CTL = "\x1eddptui-guard"
+
+
+def ctl(msg):
+    sys.stderr.write("%s %s\n" % (CTL, msg))
+    sys.stderr.flush()
+
+
+def descendants(root):
+    """Every live descendant pid of root, found through /proc."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+            fields = stat[stat.rindex(")") + 2:].split()
+            if fields[0] == "Z":
+                continue
+            children.setdefault(int(fields[1]), []).append(int(d))
+        except (OSError, ValueError, IndexError):
+            pass
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def signal_all(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except OSError:
+        pass
+    for pid in descendants(os.getpid()):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def main():
+    spec = json.loads(sys.stdin.readline())
+    try:  # PR_SET_CHILD_SUBREAPER = 36
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+    except Exception:
+        pass
+    env = dict(os.environ)
+    env.update(spec.get("env") or {})
+    try:
+        child = subprocess.Popen(
+            spec["argv"], cwd=spec.get("cwd") or None, env=env, stdin=subprocess.DEVNULL,
+            stdout=sys.stdout.fileno(), stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    except OSError as e:
+        print("ddptui: cannot start %s: %s" % (spec["argv"][0], e), flush=True)
+        ctl("exit rc=127")
+        return 127
+    pgid = child.pid
+    ctl("started pid=%d pgid=%d" % (child.pid, pgid))
+    grace = float(spec.get("grace", 10))
+    stopping = threading.Event()
+
+    def stop(reason):
+        if stopping.is_set():
+            return
+        stopping.set()
+        ctl("stopping reason=%s" % reason)
+        signal_all(pgid, signal.SIGTERM)
+        deadline = time.time() + grace
+        while time.time() < deadline:
+            if child.poll() is not None and not descendants(os.getpid()):
+                return
+            time.sleep(0.1)
+        signal_all(pgid, signal.SIGKILL)
+
+    def watch_stdin():
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+        else:
+            stop("stdin-closed")
+            return
+        stop("requested")
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, lambda *_: threading.Thread(target=stop, args=("signal",)).start())
+    rc = child.wait()
+    # Leave nothing behind: orphans re-parented to us (workers of a killed agent) go too.
+    if descendants(os.getpid()):
+        signal_all(pgid, signal.SIGTERM)
+        deadline = time.time() + min(grace, 5.0)
+        while descendants(os.getpid()) and time.time() < deadline:
+            time.sleep(0.1)
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                pass
+        signal_all(pgid, signal.SIGKILL)
+    rc = 128 - rc if rc < 0 else rc
+    ctl("exit rc=%d" % rc)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The local transport: this machine, through subprocess, under the same guard as ssh."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport, read_loop
+
+
+class LocalProcess(RemoteProcess):
+    def __init__(self, node: str, popen: subprocess.Popen, on_lines: OnLines) -> None:
+        super().__init__(node)
+        self._p = popen
+        out = threading.Thread(target=read_loop, args=(self._read_out, on_lines), daemon=True)
+        err = threading.Thread(target=self._read_err, daemon=True)
+        out.start()
+        err.start()
+
+        def reap() -> None:
+            out.join()
+            err.join()
+            rc = popen.wait()
+            if self.returncode is None:  # the guard died before it could say
+                self.returncode = rc if rc >= 0 else 128 - rc
+            self.started.set()
+            self.done.set()
+
+        threading.Thread(target=reap, daemon=True).start()
+
+    def _read_out(self) -> bytes:
+        return os.read(self._p.stdout.fileno(), 65536)
+
+    def _read_err(self) -> None:
+        for raw in self._p.stderr:
+            self._control(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def stop(self) -> None:
+        try:
+            self._p.stdin.write(b"stop\n")
+            self._p.stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    def detach(self) -> None:
+        pass  # a local job cannot outlive ddptui's pipes; stop() is the only way out
+
+
+class LocalTransport(Transport):
+    kind = "local"
+
+    def __init__(self, node: str) -> None:
+        super().__init__(node)
+        self._procs: list[LocalProcess] = []
+
+    @property
+    def address(self) -> str:
+        return "127.0.0.1"
+
+    def connect(self) -> None:
+        return None
+
+    def run(self, argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
+            stdin: bytes | None = None, shell: str | None = None) -> CommandResult:
+        cmd = ["sh", "-c", shell] if shell is not None else list(argv)
+        full_env = {**os.environ, **(env or {})}
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(cmd, input=stdin or b"", capture_output=True, env=full_env, timeout=timeout)
+            rc, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, out, err = None, e.stdout or b"", e.stderr or b""
+        except OSError as e:
+            rc, out, err = 127, b"", str(e).encode()
+        return CommandResult(tuple(cmd), rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                             time.monotonic() - t0)
+
+    def start(self, spec: LaunchSpec, on_lines: OnLines, python: str) -> LocalProcess:
+        exe = python if os.sep in python else (shutil.which(python) or sys.executable)
+        p = subprocess.Popen([exe, "-c", GUARD_SOURCE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        p.stdin.write(spec.to_stdin())
+        p.stdin.flush()
+        proc = LocalProcess(self.node, p, on_lines)
+        self._procs.append(proc)
+        return proc
+
+    def put_file(self, local: Path, remote_name: str) -> str:
+        return str(local)  # the same filesystem
+
+    def close(self) -> None:
+        for p in self._procs:
+            if p.running:
+                p.stop()
+
+    @staticmethod
+    def hostname() -> str:
+        return socket.gethostname()

@@ -1,0 +1,1 @@
+"""What runs ON the nodes. These files import torch; nothing in ddptui imports them."""
