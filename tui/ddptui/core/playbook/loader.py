@@ -88,7 +88,7 @@ def _kind(node: Node) -> str:
 
 
 def _mapping(ctx: _Ctx, node: Node, where: str, allowed: tuple[str, ...],
-             required: tuple[str, ...] = ()) -> dict[str, tuple[Node, Node]]:
+             required: tuple[str, ...] = (), owner: Node | None = None) -> dict[str, tuple[Node, Node]]:
     """Keys of a mapping with their key and value nodes; reports unknown, duplicate, missing."""
     if not isinstance(node, MappingNode):
         ctx.add(node, f"{where} must be a mapping, not {_kind(node)}")
@@ -116,7 +116,9 @@ def _mapping(ctx: _Ctx, node: Node, where: str, allowed: tuple[str, ...],
         out[key] = (knode, vnode)
     for key in required:
         if key not in out:
-            ctx.add(node, f"missing required key {key!r} in {where}", f"add `{key}:` to {where}", 1)
+            at = owner if owner is not None else node
+            ctx.add(at, f"missing required key {key!r} in {where}", f"add `{key}:` to {where}",
+                    len(str(getattr(at, "value", ""))) if owner is not None else 1)
     return out
 
 
@@ -133,7 +135,8 @@ def _typed(ctx: _Ctx, node: Node, where: str, typ: type | tuple[type, ...],
     if not ok and float in types and isinstance(val, int) and not isinstance(val, bool):
         val, ok = float(val), True
     if not ok:
-        ctx.add(node, f"{where} must be {want}, not {_kind(node)} ({node.value!r})")
+        ctx.add(node, f"{where} must be {want}, not {_kind(node)} ({node.value!r})",
+                f"write {want}" + (", e.g. 2" if int in types else ""))
         return None
     if check:
         msg = check(val)
@@ -256,8 +259,8 @@ def _nodes(ctx: _Ctx, node: Node, default_transport: str) -> list[tuple[NodeSpec
     return out
 
 
-def _job(ctx: _Ctx, node: Node) -> tuple[Job | None, dict[str, tuple[Node, Node]]]:
-    keys = _mapping(ctx, node, "job", JOB_KEYS, ("script",))
+def _job(ctx: _Ctx, node: Node, owner: Node) -> tuple[Job | None, dict[str, tuple[Node, Node]]]:
+    keys = _mapping(ctx, node, "job", JOB_KEYS, ("script",), owner)
     kw: dict[str, Any] = {}
     for key, (_, v) in keys.items():
         w = f"job.{key}"
@@ -389,7 +392,7 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
             ctx.add(top["master"][1], f"master {master!r} is not among the nodes ({', '.join(names)})",
                     f"did you mean {close[0]!r}?" if close else "master must be one of the nodes")
             master = None
-    job, job_keys = _job(ctx, top["job"][1]) if "job" in top else (None, {})
+    job, job_keys = _job(ctx, top["job"][1], top["job"][0]) if "job" in top else (None, {})
     ssh = SSHOptions()
     if "ssh" in top:
         sk = _mapping(ctx, top["ssh"][1], "ssh", SSH_KEYS)

@@ -1,0 +1,29 @@
+import pytest
+
+from ddptui.core.inventory import HostlistError, expand_hostlist
+
+
+@pytest.mark.parametrize("expr,names", [
+    ("node[02-04]", ["node02", "node03", "node04"]),
+    ("gpu[1,3-4]-ib", ["gpu1-ib", "gpu3-ib", "gpu4-ib"]),
+    ("n[8-10]", ["n8", "n9", "n10"]),
+    ("a,b[1-2],c", ["a", "b1", "b2", "c"]),
+    ("rack[1-2]n[01-02]", ["rack1n01", "rack1n02", "rack2n01", "rack2n02"]),
+    ("localhost", ["localhost"]),
+])
+def test_expand(expr, names):
+    assert expand_hostlist(expr) == names
+
+
+@pytest.mark.parametrize("expr,offset,word", [
+    ("node[02-", 4, "never closed"),
+    ("node[4-2]", 5, "backwards"),
+    ("a,,b", 2, "empty name"),
+    ("n[x]", 2, "bad range"),
+    ("a,a", 0, "twice"),
+    ("bad name", 0, "bad host name"),
+])
+def test_errors_carry_the_offset(expr, offset, word):
+    with pytest.raises(HostlistError) as ei:
+        expand_hostlist(expr)
+    assert ei.value.offset == offset and word in str(ei.value)

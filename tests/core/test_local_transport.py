@@ -1,0 +1,97 @@
+"""The guard every launch runs under: its own process group, and nothing left behind on stop."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import psutil
+
+from ddptui.core.transport.base import LaunchSpec, LineSplitter
+from ddptui.core.transport.local import LocalTransport
+
+# A parent that starts a child in a NEW session (as torchrun starts its workers), then both sleep.
+TREE = """
+import subprocess, sys, time
+c = subprocess.Popen([sys.executable, '-c', 'import time; print("child up", flush=True); time.sleep(300)'],
+                     start_new_session=True)
+print("parent up", c.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def _start(transport, argv, grace=2.0):
+    lines: list[str] = []
+    got = threading.Event()
+
+    def on_lines(batch):
+        lines.extend(batch)
+        if sum("up" in x for x in lines) >= 2:
+            got.set()
+
+    proc = transport.start(LaunchSpec(tuple(argv), {"MARK": "ddptui-test"}, None, grace), on_lines, sys.executable)
+    assert proc.started.wait(10) and proc.pid
+    assert got.wait(20), lines
+    return proc, lines
+
+
+def _tree_pids(lines) -> list[int]:
+    parent_line = next(x for x in lines if x.startswith("parent up"))
+    return [int(parent_line.split()[2])]
+
+
+def test_stop_kills_the_group_and_workers_in_other_sessions():
+    t = LocalTransport("here")
+    proc, lines = _start(t, [sys.executable, "-c", TREE])
+    job = psutil.Process(proc.pid)
+    assert job.pid == proc.pgid and psutil.Process(proc.pid).as_dict(["pid"])  # its own group
+    import os
+    assert os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
+    child = _tree_pids(lines)[0]
+    assert os.getsid(child) == child  # the child really is in another session
+    proc.stop()
+    assert proc.wait(20) is not None
+    for pid in (proc.pid, child):
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert proc.returncode == 143 or proc.returncode == 137  # TERM (or KILL after the grace)
+
+
+def test_closing_stdin_stops_the_job_like_a_dropped_connection():
+    t = LocalTransport("here")
+    proc, lines = _start(t, [sys.executable, "-c", TREE])
+    child = _tree_pids(lines)[0]
+    proc._p.stdin.close()  # what sshd does to the guard when the connection drops
+    assert proc.wait(20) is not None
+    deadline = time.time() + 10
+    while time.time() < deadline and psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.1)
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+def test_exit_code_env_and_output_order():
+    t = LocalTransport("here")
+    out: list[str] = []
+    code = "import os,sys\nfor i in range(3000): print(i)\nprint(os.environ['MARK'])\nsys.exit(3)"
+    proc = t.start(LaunchSpec((sys.executable, "-c", code), {"MARK": "from-stdin"}), out.extend, sys.executable)
+    assert proc.wait(30) == 3
+    assert out[:3000] == [str(i) for i in range(3000)] and out[3000] == "from-stdin"
+
+
+def test_env_never_appears_in_the_guard_argv():
+    t = LocalTransport("here")
+    proc = t.start(LaunchSpec((sys.executable, "-c", "import time; time.sleep(30)"), {"HF_TOKEN": "s3cr3t"}),
+                   lambda _: None, sys.executable)
+    assert proc.started.wait(10)
+    guard = psutil.Process(proc._p.pid)
+    job = psutil.Process(proc.pid)
+    assert not any("s3cr3t" in a for a in guard.cmdline() + job.cmdline())
+    proc.stop()
+    assert proc.wait(20) is not None
+
+
+def test_line_splitter_keeps_partial_lines():
+    s = LineSplitter()
+    assert s.feed(b"a\nb") == ["a"]
+    assert s.feed(b"c\r\n\n") == ["bc", ""]
+    assert s.feed(b"\xff tail") == [] and s.flush() == ["\ufffd tail"]

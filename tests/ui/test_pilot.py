@@ -1,0 +1,166 @@
+"""Pilot tests of the picker and the step-through: they assert the sequence of step states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from ddptui.ui.app import DdptuiApp
+from ddptui.ui.screens import PickerScreen, PlaybookScreen, ProblemsScreen, QuitScreen
+from tests.conftest import DATA
+
+SHELL_PB = """\
+name: shell-steps
+description: three shell steps on this machine
+transport: local
+nodes: localhost
+job: {script: builtin:smoke}
+steps:
+  - {id: one, kind: shell, run: "echo step-one-output"}
+  - {id: two, kind: shell, run: "echo failing >&2; exit 3"}
+  - {id: three, kind: shell, run: "echo step-three-output"}
+"""
+
+
+async def settle(app: DdptuiApp, pilot) -> None:
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def write_pb(tmp_path: Path, text: str = SHELL_PB, name: str = "shell.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+async def test_picker_lists_playbooks_and_opens_them(tmp_path: Path, runs_dir: Path) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    write_pb(here, SHELL_PB, "a-good.yaml")
+    (here / "b-bad.yaml").write_text((DATA / "playbooks/bad/unknown-key.yaml").read_text())
+    app = DdptuiApp(runs_dir=runs_dir, search_dirs=[("here", here), ("examples", DATA / "none")])
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert isinstance(app.screen, PickerScreen)
+        table = app.screen.query_one("#picker", DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [r[0] for r in rows] == ["shell-steps", "b-bad"]
+        assert "unknown key 'nprocs_per_node'" in rows[1][3]
+        await pilot.press("down", "enter")
+        assert isinstance(app.screen, ProblemsScreen)
+        problems = app.screen.query_one("#problems", DataTable)
+        assert str(problems.get_row_at(0)[0]).endswith("b-bad.yaml:6:3")
+        await pilot.press("escape")
+        assert isinstance(app.screen, PickerScreen)
+        await pilot.press("up", "enter")
+        assert isinstance(app.screen, PlaybookScreen) and app.screen.pb.name == "shell-steps"
+
+
+async def test_picker_shows_the_shipped_examples(runs_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no ./playbooks here: only the config folder and the examples
+    app = DdptuiApp(runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)):
+        table = app.screen.query_one("#picker", DataTable)
+        names = {str(table.get_row_at(i)[0]) for i in range(table.row_count)}
+        assert {"local-smoke", "three-nodes"} <= names
+
+
+async def test_bad_playbook_shows_problems_instead_of_starting(runs_dir: Path) -> None:
+    app = DdptuiApp(playbook=DATA / "playbooks/bad/many-problems.yaml", runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)):
+        assert isinstance(app.screen, ProblemsScreen)
+        assert app.screen.query_one("#problems", DataTable).row_count == 6
+    assert not list(runs_dir.iterdir())  # nothing ran
+
+
+async def test_step_through_run_next_skip_rerun(tmp_path: Path, runs_dir: Path) -> None:
+    app = DdptuiApp(playbook=write_pb(tmp_path), runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, PlaybookScreen)
+        assert screen.runbook.states == {"one": "pending", "two": "pending", "three": "pending"}
+        await pilot.press("r")  # run the selected (first) step
+        await settle(app, pilot)
+        assert screen.history == [("one", "running"), ("one", "passed")]
+        await pilot.press("n")  # the next pending step fails
+        await settle(app, pilot)
+        assert screen.history[2:] == [("two", "running"), ("two", "failed")]
+        assert "rc=3" in str(screen.query_one("#step-detail").render())
+        await pilot.press("s")  # skip the failed step; the cursor moves on
+        await settle(app, pilot)
+        assert screen.history[4:] == [("two", "skipped")]
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert screen.history[5:] == [("three", "running"), ("three", "passed")]
+        await pilot.press("up", "up", "r")  # rerun the first step
+        await settle(app, pilot)
+        assert screen.history[7:] == [("one", "running"), ("one", "passed")]
+        assert screen.runbook.states == {"one": "passed", "two": "skipped", "three": "passed"}
+        log = screen.query_one("#pane-localhost").log
+        assert sum("step-one-output" in line for line in log.lines) == 2
+        run = screen.runbook.run_dir.path
+    assert (run / "localhost.log").read_text().count("step-one-output") == 2
+
+
+async def test_run_all_from_a_step(tmp_path: Path, runs_dir: Path) -> None:
+    app = DdptuiApp(playbook=write_pb(tmp_path, SHELL_PB.replace("exit 3", "exit 0")), runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        await pilot.press("down", "a")  # start from "two"
+        await settle(app, pilot)
+        assert screen.history == [("two", "running"), ("two", "passed"), ("three", "running"), ("three", "passed")]
+        assert screen.runbook.states["one"] == "pending"
+
+
+async def test_run_all_stops_at_the_first_failure(tmp_path: Path, runs_dir: Path) -> None:
+    app = DdptuiApp(playbook=write_pb(tmp_path), runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("a")
+        await settle(app, pilot)
+        assert app.screen.history == [("one", "running"), ("one", "passed"), ("two", "running"), ("two", "failed")]
+        assert app.screen.runbook.states["three"] == "pending"
+
+
+async def test_command_palette_offers_the_step_actions(tmp_path: Path, runs_dir: Path) -> None:
+    app = DdptuiApp(playbook=write_pb(tmp_path), runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)):
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert {"Run step", "Next step", "Skip step", "Run all from here", "Stop job"} <= set(titles)
+
+
+SLEEP_PB = """\
+name: sleeper
+transport: local
+nodes: localhost
+job:
+  script: {script}
+  nproc_per_node: 1
+  master_port: {port}
+  stop_grace: 3
+steps: [launch-master, watch]
+"""
+
+
+async def test_quit_while_a_job_runs_asks_then_stops_it(tmp_path: Path, runs_dir: Path) -> None:
+    import psutil
+
+    script = tmp_path / "sleep.py"
+    script.write_text("import time\nprint('sleeping', flush=True)\ntime.sleep(600)\n")
+    pb = write_pb(tmp_path, SLEEP_PB.format(script=script, port=29631))
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        await pilot.press("r")  # launch-master: torchrun + sleep.py start
+        await settle(app, pilot)
+        assert screen.history[-1] == ("launch-master", "passed")
+        proc = screen.runbook.nodes["localhost"].process
+        assert proc.running
+        job = psutil.Process(proc.pid)
+        await pilot.press("q")
+        assert isinstance(app.screen, QuitScreen)
+        await pilot.press("escape")  # cancel: still running
+        assert isinstance(app.screen, PlaybookScreen) and proc.running
+        await pilot.press("q")
+        await pilot.click("#stop")
+        assert proc.wait(30) is not None
+    assert not job.is_running() or job.status() == psutil.STATUS_ZOMBIE

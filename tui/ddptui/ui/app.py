@@ -1,0 +1,109 @@
+"""The ddptui Textual app: a thin layer over core.runbook and its events."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Iterable
+
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from ..core.errors import PlaybookError
+from ..core.paths import examples_dir, user_playbooks_dir
+from ..core.playbook.loader import discover_playbooks, load_playbook
+from ..core.transport.factory import SSHSettings, make_factory
+from .screens import HostKeyScreen, PickerScreen, PlaybookScreen, ProblemsScreen, QuitScreen
+
+
+class DdptuiApp(App):
+    CSS_PATH = "ddptui.tcss"
+    TITLE = "ddptui"
+
+    def __init__(self, playbook: Path | None = None, runs_dir: Path | None = None,
+                 ssh_settings: SSHSettings | None = None, start_step: str | None = None,
+                 search_dirs: list[tuple[str, Path]] | None = None) -> None:
+        super().__init__()
+        self.playbook_path = playbook
+        self.runs_dir = runs_dir or Path("runs")
+        self.ssh_settings = ssh_settings or SSHSettings()
+        self.ssh_settings.confirm_host_key = self._confirm_host_key
+        self.start_step = start_step
+        self.search_dirs = search_dirs
+
+    def on_mount(self) -> None:
+        if self.playbook_path is not None:
+            self.open_playbook(self.playbook_path, start_step=self.start_step)
+        else:
+            dirs = self.search_dirs or [("here", Path.cwd() / "playbooks"), ("config", user_playbooks_dir()),
+                                        ("examples", examples_dir())]
+            self.push_screen(PickerScreen(discover_playbooks(dirs)))
+
+    def open_playbook(self, path: Path, start_step: str | None = None) -> None:
+        try:
+            pb = load_playbook(path)
+        except PlaybookError as e:
+            self.push_screen(ProblemsScreen(e))
+            return
+        self.push_screen(PlaybookScreen(pb, self.runs_dir, make_factory(self.ssh_settings), start_step))
+
+    # ---- the command palette: every step-through action, by name --------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if isinstance(screen, PlaybookScreen):
+            yield SystemCommand("Run step", "Run the selected step (again)", screen.action_run_step)
+            yield SystemCommand("Next step", "Run the next pending step", screen.action_next_step)
+            yield SystemCommand("Skip step", "Mark the selected step skipped", screen.action_skip_step)
+            yield SystemCommand("Run all from here", "Run from the selected step to the end", screen.action_run_all)
+            yield SystemCommand("Stop job", "Stop torchrun on every node", screen.action_stop_job)
+            yield SystemCommand("Copy command", "Copy the focused node's command line", screen.action_copy_command)
+
+    # ---- quitting with a job running asks first ---------------------------------------------
+    def _running_screen(self) -> PlaybookScreen | None:
+        for s in self.screen_stack:
+            if isinstance(s, PlaybookScreen) and s.runbook.job_running:
+                return s
+        return None
+
+    async def action_quit(self) -> None:
+        screen = self._running_screen()
+        if screen is None:
+            self._close_runbooks()
+            self.exit()
+            return
+        running = [n for n, nr in screen.runbook.nodes.items() if nr.process and nr.process.running]
+
+        def chosen(answer: str | None) -> None:
+            if answer == "stop":
+                self.notify("stopping the job on every node…")
+                self._stop_and_exit(screen)
+
+        self.push_screen(QuitScreen(running), chosen)
+
+    def _stop_and_exit(self, screen: PlaybookScreen) -> None:
+        def work() -> None:
+            screen.runbook.close()
+            self.call_from_thread(self.exit)
+
+        threading.Thread(target=work, daemon=True).start()
+
+    def _close_runbooks(self) -> None:
+        for s in self.screen_stack:
+            if isinstance(s, PlaybookScreen):
+                s.runbook.close()
+
+    def on_unmount(self) -> None:
+        self._close_runbooks()  # nothing is left running on a node, whatever the way out
+
+    # ---- asked from worker threads ----------------------------------------------------------
+    def _confirm_host_key(self, node: str, hostname: str, key_type: str, fingerprint: str) -> bool:
+        done = threading.Event()
+        answer: list[bool] = [False]
+
+        def set_answer(ok: bool | None) -> None:
+            answer[0] = bool(ok)
+            done.set()
+
+        self.call_from_thread(self.push_screen, HostKeyScreen(node, hostname, key_type, fingerprint), set_answer)
+        done.wait()
+        return answer[0]

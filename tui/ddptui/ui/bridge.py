@@ -1,0 +1,52 @@
+"""Core events -> the UI, in batches.
+
+The runbook calls `push` from worker threads; the app drains the queue on a 30 Hz timer. Output
+lines are grouped per node and trimmed to what a pane can hold before they reach a widget, so a
+flood of lines costs one `write_lines` per pane per frame, never one message per line
+(measured: one message per line stalls Textual for seconds, batches keep keys answered in ms).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass, field
+
+from ..core.events import Event, NodeOutput
+
+
+@dataclass
+class Drained:
+    lines: dict[str, list[str]] = field(default_factory=dict)  # node -> newest lines (trimmed)
+    counts: dict[str, int] = field(default_factory=dict)  # node -> lines received this frame
+    events: list[Event] = field(default_factory=list)  # everything else, in order
+
+
+class EventBridge:
+    def __init__(self, max_lines_per_pane: int) -> None:
+        self._q: collections.deque[Event] = collections.deque()
+        self._lock = threading.Lock()
+        self.max_lines = max_lines_per_pane
+        self.received = 0
+
+    def push(self, ev: Event) -> None:  # any thread
+        self._q.append(ev)  # deque.append is atomic
+
+    def drain(self) -> Drained:  # the UI thread
+        out = Drained()
+        q = self._q
+        while q:
+            ev = q.popleft()
+            if isinstance(ev, NodeOutput):
+                buf = out.lines.setdefault(ev.node, [])
+                buf.extend(ev.lines)
+                out.counts[ev.node] = out.counts.get(ev.node, 0) + len(ev.lines)
+                self.received += len(ev.lines)
+                if len(buf) > 2 * self.max_lines:
+                    del buf[: len(buf) - self.max_lines]
+            else:
+                out.events.append(ev)
+        for node, buf in out.lines.items():
+            if len(buf) > self.max_lines:
+                del buf[: len(buf) - self.max_lines]
+        return out

@@ -1,0 +1,348 @@
+"""The screens: picker, problems, playbook (step-through with node panes), quit and host-key dialogs."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, DataTable, Footer, Header, Label, Static
+
+from ..core import events as E
+from ..core.errors import PlaybookError
+from ..core.playbook.loader import PlaybookEntry, load_playbook
+from ..core.playbook.model import Playbook
+from ..core.runbook import Runbook
+from .bridge import EventBridge
+from .widgets import NodePane, StepTable
+
+PANE_MAX_LINES = 5000
+
+
+class PickerScreen(Screen):
+    """Every playbook found: this folder's playbooks/, the user's config folder, the examples."""
+
+    BINDINGS = [Binding("enter", "open", "Open", priority=True), Binding("q", "app.quit", "Quit")]
+
+    def __init__(self, entries: list[PlaybookEntry]) -> None:
+        super().__init__()
+        self.entries = entries
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Pick a playbook  [dim](enter opens it)[/]", id="picker-title")
+        yield DataTable(cursor_type="row", id="picker")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.app.sub_title = "pick a playbook"
+        t = self.query_one("#picker", DataTable)
+        t.add_columns("playbook", "file", "from", "description")
+        for e in self.entries:
+            desc = Text(e.error, style="red") if e.error else Text(e.description)
+            t.add_row(Text(e.name, style="bold"), str(e.path), e.origin, desc, key=str(e.path))
+        if not self.entries:
+            self.query_one("#picker-title", Static).update(
+                "No playbooks found. Put one in ./playbooks/ or pass a file: ddptui PLAYBOOK")
+        t.focus()
+
+    def action_open(self) -> None:
+        t = self.query_one("#picker", DataTable)
+        if not self.entries:
+            return
+        self.app.open_playbook(self.entries[t.cursor_row].path)
+
+    @on(DataTable.RowSelected, "#picker")
+    def _selected(self) -> None:
+        self.action_open()
+
+
+class ProblemsScreen(Screen):
+    """The playbook cannot be used: every problem in a table, instead of starting."""
+
+    BINDINGS = [Binding("q", "app.quit", "Quit"), Binding("escape", "back", "Back")]
+
+    def __init__(self, error: PlaybookError) -> None:
+        super().__init__()
+        self.error = error
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        n = len(self.error.problems)
+        yield Static(Text.assemble((f"{self.error.path}", "bold"), f": {n} problem{'s' if n != 1 else ''} — "
+                                   "fix them and open it again", style="red"), id="problems-title")
+        yield DataTable(cursor_type="row", id="problems")
+        yield Static("", id="problem-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.app.sub_title = "playbook problems"
+        t = self.query_one("#problems", DataTable)
+        t.add_columns("where", "problem", "hint")
+        for p in self.error.problems:
+            t.add_row(p.location(), p.message, Text(p.hint, style="dim"))
+        t.focus()
+        self._show(0)
+
+    def _show(self, row: int) -> None:
+        if self.error.problems:
+            p = self.error.problems[row]
+            self.query_one("#problem-detail", Static).update(Text(p.render()))
+
+    @on(DataTable.RowHighlighted, "#problems")
+    def _hl(self, ev: DataTable.RowHighlighted) -> None:
+        self._show(ev.cursor_row)
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+
+class QuitScreen(ModalScreen[str]):
+    """A job is running: stop it, or stay."""
+
+    BINDINGS = [Binding("escape", "dismiss('cancel')", "Cancel")]
+
+    def __init__(self, running: list[str]) -> None:
+        super().__init__()
+        self.running = running
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(f"The job is running on {', '.join(self.running)}.", id="dialog-title")
+            yield Label("Quitting stops it on every node (TERM to its process group, then KILL).")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Stop the job and quit", variant="error", id="stop")
+                yield Button("Cancel", variant="primary", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, ev: Button.Pressed) -> None:
+        self.dismiss(ev.button.id or "cancel")
+
+
+class HostKeyScreen(ModalScreen[bool]):
+    """An unknown host key: show the fingerprint, save it only when the user says so."""
+
+    def __init__(self, node: str, hostname: str, key_type: str, fingerprint: str) -> None:
+        super().__init__()
+        self.info = (node, hostname, key_type, fingerprint)
+
+    def compose(self) -> ComposeResult:
+        node, host, typ, fp = self.info
+        with Vertical(id="dialog"):
+            yield Label(f"The authenticity of host '{host}' ({node}) can't be established.", id="dialog-title")
+            yield Label(f"{typ} key fingerprint is {fp}.")
+            yield Label("Accept it and save it to known_hosts?")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Accept and save", variant="warning", id="yes")
+                yield Button("Refuse", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, ev: Button.Pressed) -> None:
+        self.dismiss(ev.button.id == "yes")
+
+
+class PlaybookScreen(Screen):
+    """Step through a playbook; each node's output streams into its own pane."""
+
+    BINDINGS = [
+        Binding("r", "run_step", "Run step"),
+        Binding("n", "next_step", "Next"),
+        Binding("s", "skip_step", "Skip"),
+        Binding("a", "run_all", "Run all from here"),
+        Binding("x", "stop_job", "Stop job"),
+        Binding("c", "copy_command", "Copy command"),
+        Binding("tab", "focus_next", "Focus", show=False),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, playbook: Playbook, runs_dir: Path, factory, start_step: str | None = None) -> None:
+        super().__init__()
+        self.pb = playbook
+        self.bridge = EventBridge(PANE_MAX_LINES)
+        self.runbook = Runbook(playbook, self.bridge.push, runs_dir, factory)
+        self.start_step = start_step
+        self.commands: dict[str, str] = {}
+        self.busy = threading.Event()
+        self.history: list[tuple[str, str]] = []  # (step, state) as the UI saw them: tests read it
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield Static(self._title(), id="pb-title")
+                yield StepTable(self.pb.steps, id="steps")
+                yield Static("", id="step-detail")
+            panes = Grid(id="panes") if len(self.pb.nodes) <= 4 else VerticalScroll(id="panes")
+            with panes:
+                for n in self.pb.ordered_nodes():
+                    role = "master" if n.name == self.pb.master else "worker"
+                    yield NodePane(n.name, role, PANE_MAX_LINES, id=f"pane-{_css_id(n.name)}")
+        yield Static("", id="status")
+        yield Footer()
+
+    def _title(self) -> Text:
+        pb = self.pb
+        t = Text.assemble((pb.name, "bold"), "  ", (pb.description, "dim"))
+        t.append(f"\n{len(pb.nodes)} node{'s' if len(pb.nodes) != 1 else ''} · master {pb.master} · "
+                 f"{pb.job.nproc_per_node} proc/node · {pb.job.backend} · {pb.job.script}", style="dim")
+        return t
+
+    def on_mount(self) -> None:
+        self.app.sub_title = self.pb.name
+        n = len(self.pb.nodes)
+        grid = self.query_one("#panes")
+        if isinstance(grid, Grid):
+            grid.styles.grid_size_columns = 1 if n == 1 else 2
+        self.query_one(StepTable).focus()
+        self.set_interval(1 / 30, self._drain)
+        self.set_interval(1.0, self._tick)
+        if self.start_step:
+            self.query_one(StepTable).select(self.start_step)
+            self.action_run_all()
+
+    # ---- the bridge: core events -> widgets, once per frame --------------------------------
+    def _pane(self, node: str) -> NodePane:
+        return self.query_one(f"#pane-{_css_id(node)}", NodePane)
+
+    def _drain(self) -> None:
+        d = self.bridge.drain()
+        for node, lines in d.lines.items():
+            self._pane(node).write(lines, d.counts[node])
+        for ev in d.events:
+            self._apply(ev)
+        if d.lines:
+            for node in d.lines:
+                self._pane(node).refresh_header()
+
+    def _apply(self, ev: E.Event) -> None:
+        steps = self.query_one(StepTable)
+        if isinstance(ev, E.StepChanged):
+            steps.set_state(ev.step, ev.state, ev.message)
+            self.history.append((ev.step, ev.state))
+            if ev.state == "failed":
+                self.query_one("#step-detail", Static).update(Text(f"{ev.step} failed:\n{ev.message}", style="red"))
+            elif ev.state in ("passed", "running"):
+                self.query_one("#step-detail", Static).update(Text(f"{ev.step}: {ev.message}"))
+        elif isinstance(ev, E.NodeState):
+            self._pane(ev.node).set_state(ev.state)
+            if ev.state in ("unreachable", "failed", "lost"):
+                self.notify(f"{ev.node}: {ev.state} — {ev.message}", severity="error", timeout=8)
+        elif isinstance(ev, E.CommandPlanned):
+            self.commands[ev.node] = ev.command
+            pane = self._pane(ev.node)
+            pl = self.runbook.nodes[ev.node].plan
+            if pl:
+                pane.ranks = f"{pl.ranks.start}-{pl.ranks.stop - 1}"
+            pane.log.write_line(f"$ {ev.command}")
+            pane.refresh_header()
+        elif isinstance(ev, E.CheckResult):
+            if ev.status != "pass":
+                self._pane(ev.node).log.write_line(f"check {ev.check}: {ev.status}: {ev.summary}")
+        elif isinstance(ev, E.RunStarted):
+            self.query_one("#status", Static).update(Text(f"run {ev.run_id} → {ev.run_dir}", style="dim"))
+        elif isinstance(ev, E.Notice):
+            self.notify(ev.text, severity="warning" if ev.level != "error" else "error")
+
+    def _tick(self) -> None:
+        for pane in self.query(NodePane):
+            if pane.state == "running":
+                pane.refresh_header()
+
+    # ---- actions: each calls one core function in a worker thread ---------------------------
+    def _selected(self) -> str | None:
+        return self.query_one(StepTable).selected
+
+    @work(thread=True, exclusive=True, group="runbook")
+    def _work(self, what: str, step_id: str | None) -> None:
+        self.busy.set()
+        try:
+            rb = self.runbook
+            if what == "run" and step_id:
+                rb.run_step(step_id)
+            elif what == "all":
+                rb.run_all(step_id)
+            elif what == "skip" and step_id:
+                rb.skip(step_id)
+            elif what == "stop":
+                rb.stop_job()
+        finally:
+            self.busy.clear()
+            self.app.call_from_thread(self._after_work)
+
+    def _after_work(self) -> None:
+        self._drain()
+        nxt = self.runbook.next_step()
+        if nxt is not None:
+            self.query_one(StepTable).select(nxt.id)
+
+    def _guard_busy(self) -> bool:
+        if self.busy.is_set():
+            self.notify("a step is running; wait for it, or stop the job (x)", severity="warning")
+            return True
+        return False
+
+    def action_run_step(self) -> None:
+        if not self._guard_busy():
+            self._work("run", self._selected())
+
+    def action_next_step(self) -> None:
+        if self._guard_busy():
+            return
+        nxt = self.runbook.next_step()
+        if nxt is None:
+            self.notify("every step has run; select one and press r to rerun it")
+            return
+        self.query_one(StepTable).select(nxt.id)
+        self._work("run", nxt.id)
+
+    def action_skip_step(self) -> None:
+        if self._guard_busy():
+            return
+        sid = self._selected()
+        if sid:
+            self._work("skip", sid)
+            steps = [s.id for s in self.pb.steps]
+            i = steps.index(sid)
+            if i + 1 < len(steps):
+                self.query_one(StepTable).select(steps[i + 1])
+
+    def action_run_all(self) -> None:
+        if not self._guard_busy():
+            self._work("all", self._selected())
+
+    def action_stop_job(self) -> None:
+        if not self.runbook.job_running:
+            self.notify("no job is running")
+            return
+        threading.Thread(target=self.runbook.stop_job, daemon=True).start()
+
+    def action_copy_command(self) -> None:
+        focused = self.focused
+        node = None
+        while focused is not None and node is None:
+            if isinstance(focused, NodePane):
+                node = focused.node
+            focused = focused.parent
+        node = node or self.pb.master
+        cmd = self.commands.get(node)
+        if not cmd:
+            self.notify("no command yet: run the launch steps first")
+            return
+        self.app.copy_to_clipboard(cmd)
+        self.notify(f"copied {node}'s command")
+
+
+def _css_id(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
