@@ -26,8 +26,12 @@ CTL = "\x1eddptui-guard"
 
 
 def ctl(msg):
-    sys.stderr.write("%s %s\n" % (CTL, msg))
-    sys.stderr.flush()
+    # After a dropped connection stderr is a broken pipe: that must never stop the cleanup.
+    try:
+        sys.stderr.write("%s %s\n" % (CTL, msg))
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def descendants(root):
@@ -91,8 +95,8 @@ def main():
         if stopping.is_set():
             return
         stopping.set()
-        ctl("stopping reason=%s" % reason)
         signal_all(pgid, signal.SIGTERM)
+        ctl("stopping reason=%s" % reason)
         deadline = time.time() + grace
         while time.time() < deadline:
             if child.poll() is not None and not descendants(os.getpid()):

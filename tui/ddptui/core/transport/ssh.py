@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import select
 import shlex
@@ -29,6 +30,9 @@ from ..errors import ChangedHostKey, NodeError, UnknownHostKey
 from ..playbook.model import NodeSpec, SSHOptions
 from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport, read_loop
 from .known_hosts import KnownHosts, lookup_name
+
+# paramiko logs handshake failures with tracebacks; we turn them into words ourselves.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 # Exported before the command runs: the node's shell init has run by then, so ours wins.
 ENV_PRELUDE = 'while IFS= read -r kv && [ -n "$kv" ]; do export "$kv"; done; '

@@ -1,0 +1,75 @@
+"""The namespace cluster as a pytest fixture: up once per session, down even after a failure."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.netns import Cluster, NodeOpts, down, missing_requirements, up
+
+NODES = ["node02", "node03", "node04"]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/cluster/" in str(item.fspath):
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    why = missing_requirements()
+    if why:
+        pytest.skip(why)
+    specs = [NodeOpts(n) for n in NODES] + [
+        NodeOpts("inner", behind_jump=True),  # reachable only through the jump host
+        NodeOpts("dead"),  # its sshd runs, but a firewall drops every packet to port 22
+        NodeOpts("nosshd", sshd=False),  # up, no sshd: connection refused
+    ]
+    cl = up(specs)
+    cl.drop_port("dead", 22)
+    try:
+        yield cl
+    finally:
+        down(cl)
+
+
+@pytest.fixture
+def ssh_env(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME with nothing in ~/.ssh and no agent: only the cluster's ssh_config counts."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return home
+
+
+def cluster_playbook(tmp_path: Path, nodes: list[str] | str = NODES, *, name: str = "cluster-smoke",
+                     port: int = 29540, extra_job: str = "", steps: str = "", args: str = '["--steps", "3"]') -> Path:
+    nodes_yaml = nodes if isinstance(nodes, str) else "[" + ", ".join(nodes) + "]"
+    text = f"""\
+name: {name}
+nodes: {nodes_yaml}
+job:
+  script: builtin:smoke
+  args: {args}
+  nproc_per_node: 2
+  master_port: {port}
+  backend: gloo
+  python: {sys.executable}
+  rdzv_timeout: 60
+  master_wait_timeout: 60
+  stop_grace: 5
+  env:
+    OMP_NUM_THREADS: 1
+{extra_job}
+ssh:
+  connect_timeout: 3
+  command_timeout: 60
+{steps}
+"""
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(text)
+    return p

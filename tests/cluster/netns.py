@@ -1,0 +1,336 @@
+"""A real multi-host test cluster on this machine: network namespaces on a Linux bridge.
+
+Each node gets its own network namespace, UTS namespace (hostname), /etc/hosts, address, host key
+and a real sshd bound to its address. The root namespace plays the login node. Options cover
+what the tests need: a node that is down, a jump host with nodes behind it on a second bridge,
+per-node PATH for named test doubles (through sshd's SetEnv), a hostname that maps to 127.0.1.1,
+and a firewall rule inside a node.
+
+    python -m tests.cluster.netns up [N]      # bring up N nodes (default 3), print the ssh_config
+    python -m tests.cluster.netns down        # tear down everything this module made
+
+Needs root, iproute2, openssh-server (and iptables for firewall rules).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PREFIX = "ddpt-"  # every namespace, link and folder this module makes starts with it
+BRIDGE, BRIDGE2 = "ddptbr0", "ddptbr1"
+SUBNET, SUBNET2 = "10.213.0", "10.214.0"
+STATE = Path("/run/ddptui-testcluster.json")
+
+
+def sh(*args: str, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
+    r = subprocess.run(list(args), capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
+    return r
+
+
+def missing_requirements() -> str | None:
+    """Why the cluster cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "the namespace cluster needs root (CI runs as root)"
+    for tool in ("ip", "ssh-keygen", "unshare"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    if not Path("/usr/sbin/sshd").exists():
+        return "sshd is not installed (apt-get install openssh-server)"
+    return None
+
+
+@dataclass
+class NodeOpts:
+    name: str
+    sshd: bool = True  # False: a node whose sshd never starts (down)
+    behind_jump: bool = False  # on the second bridge, reachable only through the jump host
+    extra_path: str | None = None  # prepended to PATH of ssh sessions (test doubles)
+    loopback_hostname: bool = False  # its /etc/hosts maps its own name to 127.0.1.1
+    bashrc: str = ""  # lines for the node's ~/.bashrc-like init (through BASH_ENV)
+
+
+@dataclass
+class Node:
+    name: str
+    ns: str
+    ip: str
+    veth: str
+    opts: NodeOpts
+    host_key_pub: str = ""
+    sshd_pid: int | None = None
+
+
+@dataclass
+class Cluster:
+    root: Path
+    nodes: dict[str, Node] = field(default_factory=dict)
+    jump: str | None = None
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.root / "client" / "ssh_config"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.root / "client" / "known_hosts"
+
+    @property
+    def client_key(self) -> Path:
+        return self.root / "client" / "id_ed25519"
+
+    def ns_exec(self, node: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+        return sh("ip", "netns", "exec", self.nodes[node].ns, *cmd, check=check)
+
+    def pids(self, node: str) -> list[int]:
+        r = sh("ip", "netns", "pids", self.nodes[node].ns, check=False)
+        return [int(p) for p in r.stdout.split()]
+
+    def cut_link(self, node: str) -> None:
+        sh("ip", "link", "set", self.nodes[node].veth, "down")
+
+    def restore_link(self, node: str) -> None:
+        sh("ip", "link", "set", self.nodes[node].veth, "up")
+
+    def drop_port(self, node: str, port: int) -> None:
+        self.ns_exec(node, "iptables", "-A", "INPUT", "-p", "tcp", "--dport", str(port), "-j", "DROP")
+
+    def stop_sshd(self, node: str) -> None:
+        n = self.nodes[node]
+        if n.sshd_pid:
+            _kill(n.sshd_pid)
+            n.sshd_pid = None
+
+
+def _kill(pid: int, timeout: float = 3.0) -> None:
+    try:
+        os.kill(pid, 15)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ", 1)[1].startswith("Z"):
+                    return
+        except (FileNotFoundError, IndexError):
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+
+
+SSHD_CONFIG = """\
+ListenAddress {ip}:22
+HostKey {hostkey}
+PidFile {root}/{name}/sshd.pid
+AuthorizedKeysFile {root}/client/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+LogLevel ERROR
+Subsystem sftp internal-sftp
+{setenv}
+"""
+
+
+def up(specs: list[NodeOpts], root: Path | None = None) -> Cluster:
+    """Bring the cluster up; on any failure everything made so far is torn down again."""
+    why = missing_requirements()
+    if why:
+        raise RuntimeError(why)
+    down()  # leftovers of an interrupted run
+    root = Path(root or tempfile.mkdtemp(prefix="ddptui-cluster-"))
+    cl = Cluster(root)
+    try:
+        _up(cl, specs)
+    except BaseException:
+        down(cl)
+        raise
+    return cl
+
+
+def _up(cl: Cluster, specs: list[NodeOpts]) -> None:
+    root = cl.root
+    (root / "client").mkdir(parents=True, exist_ok=True)
+    Path("/run/sshd").mkdir(exist_ok=True)
+    sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ddptui-test-client", "-f", str(cl.client_key))
+    shutil.copy(f"{cl.client_key}.pub", root / "client" / "authorized_keys")
+    sh("ip", "link", "add", BRIDGE, "type", "bridge")
+    sh("ip", "addr", "add", f"{SUBNET}.1/24", "dev", BRIDGE)
+    sh("ip", "link", "set", BRIDGE, "up")
+    if any(s.behind_jump for s in specs):
+        sh("ip", "link", "add", BRIDGE2, "type", "bridge")
+        sh("ip", "link", "set", BRIDGE2, "up")  # no address here: the login node cannot reach it
+        # ...and packets for the back subnet must never leave this machine by the default route.
+        sh("ip", "route", "replace", "unreachable", f"{SUBNET2}.0/24")
+    front = [s for s in specs if not s.behind_jump]
+    back = [s for s in specs if s.behind_jump]
+    if back:
+        front.append(NodeOpts("jump"))
+        cl.jump = "jump"
+    STATE.write_text(json.dumps({"root": str(root), "ns": [PREFIX + s.name for s in front + back]}))
+    for i, s in enumerate(front, start=2):
+        _add_node(cl, s, f"{SUBNET}.{i}", BRIDGE)
+    for i, s in enumerate(back, start=2):
+        _add_node(cl, s, f"{SUBNET2}.{i}", BRIDGE2)
+    if back:  # the jump host's second leg, on the back bridge
+        j = cl.nodes["jump"]
+        veth = f"{PREFIX}jb"
+        sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth1", "netns", j.ns)
+        sh("ip", "link", "set", veth, "master", BRIDGE2, "up")
+        sh("ip", "-n", j.ns, "addr", "add", f"{SUBNET2}.1/24", "dev", "eth1")
+        sh("ip", "-n", j.ns, "link", "set", "eth1", "up")
+    hosts = "127.0.0.1 localhost\n" + "".join(f"{n.ip} {n.name}\n" for n in cl.nodes.values())
+    for n in cl.nodes.values():
+        d = Path(f"/etc/netns/{n.ns}")
+        d.mkdir(parents=True, exist_ok=True)
+        own = hosts
+        if n.opts.loopback_hostname:  # the Debian installer's habit: the own name on 127.0.1.1
+            own = f"127.0.1.1 {n.name}\n" + "".join(l + "\n" for l in hosts.splitlines() if not l.endswith(f" {n.name}"))
+        (d / "hosts").write_text(own)
+    known = []
+    for n in cl.nodes.values():
+        hk = root / n.name / "ssh_host_ed25519_key"
+        hk.parent.mkdir(exist_ok=True)
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", n.name, "-f", str(hk))
+        n.host_key_pub = " ".join(Path(f"{hk}.pub").read_text().split()[:2])
+        known.append(f"{n.name},{n.ip} {n.host_key_pub}\n")
+        setenv = []
+        path = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+        if n.opts.extra_path:
+            path = f"{n.opts.extra_path}:{path}"
+        envs = [f"PATH={path}"]
+        if n.opts.bashrc:
+            rc = root / n.name / "bashrc"
+            rc.write_text(n.opts.bashrc + "\n")
+            envs.append(f"ENV={rc}")  # what sh -c reads when it starts... (dash reads $ENV only if interactive)
+            envs.append(f"BASH_ENV={rc}")
+        setenv.append("SetEnv " + " ".join(envs))
+        (root / n.name / "sshd_config").write_text(SSHD_CONFIG.format(
+            ip=n.ip, hostkey=hk, root=root, name=n.name, setenv="\n".join(setenv)))
+        if n.opts.sshd:
+            _start_sshd(cl, n)
+    cl.known_hosts.write_text("".join(known))
+    lines = []
+    for n in cl.nodes.values():
+        lines += [f"Host {n.name}", f"  HostName {n.ip}", "  User root", f"  IdentityFile {cl.client_key}",
+                  "  IdentitiesOnly yes", f"  UserKnownHostsFile {cl.known_hosts}", "  StrictHostKeyChecking yes",
+                  "  ConnectTimeout 3", "  BatchMode yes"]
+        if n.opts.behind_jump:
+            lines.append("  ProxyJump jump")
+        lines.append("")
+    cl.ssh_config.write_text("\n".join(lines))
+    _wait_listening(cl)
+
+
+def _add_node(cl: Cluster, s: NodeOpts, ip: str, bridge: str) -> None:
+    ns = PREFIX + s.name
+    veth = f"{PREFIX}{s.name}"[:15]
+    sh("ip", "netns", "add", ns)
+    sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+    sh("ip", "link", "set", veth, "master", bridge, "up")
+    sh("ip", "-n", ns, "link", "set", "lo", "up")
+    sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0")
+    sh("ip", "-n", ns, "link", "set", "eth0", "up")
+    cl.nodes[s.name] = Node(s.name, ns, ip, veth, s)
+
+
+def _start_sshd(cl: Cluster, n: Node) -> None:
+    cfg = cl.root / n.name / "sshd_config"
+    # ip netns exec, unshare (no --fork) and sh's exec all exec in place: the PID is sshd's.
+    p = subprocess.Popen(["ip", "netns", "exec", n.ns, "unshare", "--uts", "--", "sh", "-c",
+                          f"hostname {n.name} && exec /usr/sbin/sshd -D -e -f {cfg}"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=open(cl.root / n.name / "sshd.log", "w"), start_new_session=True)
+    n.sshd_pid = p.pid
+
+
+def _wait_listening(cl: Cluster, timeout: float = 10.0) -> None:
+    import socket
+
+    for n in cl.nodes.values():
+        if not n.sshd_pid:
+            continue
+        deadline = time.time() + timeout
+        while True:
+            r = cl.ns_exec(n.name, "sh", "-c", f"ss -ltn 'sport = :22' | grep -q {n.ip}", check=False)
+            if r.returncode == 0:
+                break
+            if time.time() > deadline:
+                log = (cl.root / n.name / "sshd.log").read_text()
+                raise RuntimeError(f"sshd on {n.name} did not listen: {log}")
+            time.sleep(0.05)
+    del socket
+
+
+def down(cl: Cluster | None = None) -> None:
+    """Remove the namespaces, links, processes and files; also those of an interrupted run."""
+    names: list[str] = []
+    root = None
+    if cl is not None:
+        names = [n.ns for n in cl.nodes.values()]
+        root = cl.root
+        for n in cl.nodes.values():
+            if n.sshd_pid:
+                _kill(n.sshd_pid)
+    if STATE.exists():
+        try:
+            st = json.loads(STATE.read_text())
+            names += st.get("ns", [])
+            root = root or Path(st["root"])
+        except (ValueError, KeyError):
+            pass
+    r = sh("ip", "netns", "list", check=False)
+    names += [line.split()[0] for line in r.stdout.splitlines() if line.startswith(PREFIX)]
+    for ns in dict.fromkeys(names):
+        pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
+        for pid in pids:
+            _kill(int(pid), timeout=2.0)
+        sh("ip", "netns", "del", ns, check=False)
+        shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
+    links = sh("ip", "-o", "link", "show", check=False).stdout
+    for line in links.splitlines():
+        name = line.split(":")[1].strip().split("@")[0]
+        if name.startswith(PREFIX) or name in (BRIDGE, BRIDGE2):
+            sh("ip", "link", "del", name, check=False)
+    sh("ip", "route", "del", "unreachable", f"{SUBNET2}.0/24", check=False)
+    if root and root.exists() and root.name.startswith("ddptui-cluster-"):
+        shutil.rmtree(root, ignore_errors=True)
+    STATE.unlink(missing_ok=True)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("up", "down"):
+        print(__doc__)
+        return 2
+    if argv[0] == "down":
+        down()
+        return 0
+    n = int(argv[1]) if len(argv) > 1 else 3
+    t0 = time.time()
+    cl = up([NodeOpts(f"node{i:02d}") for i in range(2, 2 + n)])
+    print(f"# {n} nodes up in {time.time() - t0:.2f} s; ssh -F {cl.ssh_config} node02")
+    print(cl.ssh_config.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

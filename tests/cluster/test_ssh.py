@@ -1,0 +1,255 @@
+"""The ssh transport against real sshd's on the namespace cluster."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from ddptui.core.errors import ChangedHostKey, NodeError, UnknownHostKey
+from ddptui.core.playbook.model import NodeSpec, SSHOptions
+from ddptui.core.transport.base import LaunchSpec
+from ddptui.core.transport.factory import SSHSettings
+from ddptui.core.transport.ssh import SSHTransport
+from tests.cluster.conftest import NODES, cluster_playbook
+from tests.cluster.netns import Cluster
+from tests.conftest import ddptui_exe
+
+OPTS = SSHOptions(connect_timeout=3, command_timeout=30)
+
+
+def transport(cl: Cluster, name: str, cfg: Path | None = None, **settings) -> SSHTransport:
+    return SSHTransport(NodeSpec(name), OPTS, SSHSettings(ssh_config=cfg or cl.ssh_config, **settings))
+
+
+def config_with(cl: Cluster, tmp_path: Path, known_hosts: Path | None = None, identity: Path | None = None) -> Path:
+    text = cl.ssh_config.read_text()
+    if known_hosts:
+        text = text.replace(str(cl.known_hosts), str(known_hosts))
+    if identity:
+        text = text.replace(str(cl.client_key), str(identity))
+    p = tmp_path / "ssh_config"
+    p.write_text(text)
+    return p
+
+
+def test_commands_on_three_nodes_at_once(cluster: Cluster, ssh_env: Path) -> None:
+    ts = [transport(cluster, n) for n in NODES]
+    with ThreadPoolExecutor(3) as pool:
+        list(pool.map(lambda t: t.connect(), ts))
+        results = list(pool.map(lambda t: t.run(["sh", "-c", "hostname; ip -j route get 10.213.0.2"], timeout=20), ts))
+    for name, t, r in zip(NODES, ts, results):
+        assert r.rc == 0, r.stderr
+        host, route = r.stdout.splitlines()
+        assert host == name
+        inside = cluster.ns_exec(name, "ip", "-j", "route", "get", "10.213.0.2").stdout
+        assert json.loads(route)[0]["dev"] == json.loads(inside)[0]["dev"]
+        assert json.loads(route)[0].get("prefsrc") == json.loads(inside)[0].get("prefsrc")
+        assert t.address == cluster.nodes[name].ip
+        t.close()
+
+
+def test_env_reaches_the_command_through_stdin_not_argv(cluster: Cluster, ssh_env: Path) -> None:
+    t = transport(cluster, "node02")
+    t.connect()
+    r = t.run(["sh", "-c", 'echo "$NCCL_IB_DISABLE|$WEIRD"; for p in $$ $PPID; do tr "\\0" " " < /proc/$p/cmdline; echo; done'],
+              env={"NCCL_IB_DISABLE": "1", "WEIRD": "a b'c\"$HOME", "API_TOKEN": "s3cr3t-xyz"}, timeout=20)
+    value, *cmdlines = r.stdout.splitlines()
+    assert value == "1|a b'c\"$HOME"
+    assert len(cmdlines) == 2 and not any("s3cr3t-xyz" in c for c in cmdlines)
+    # a shell script with env, quoted once at the transport edge
+    r = t.run([], shell="echo $((6*7)) \"$X\"", env={"X": "; rm -rf /"}, timeout=20)
+    assert r.stdout.strip() == "42 ; rm -rf /"
+    t.close()
+
+
+def test_many_commands_over_one_connection(cluster: Cluster, ssh_env: Path) -> None:
+    t = transport(cluster, "node03")
+    t.connect()
+    with ThreadPoolExecutor(16) as pool:  # more than sshd's MaxSessions (10): they queue, none fails
+        rs = list(pool.map(lambda i: t.run(["echo", str(i)], timeout=30), range(40)))
+    assert [r.stdout.strip() for r in rs] == [str(i) for i in range(40)]
+    t.close()
+
+
+def test_command_timeout(cluster: Cluster, ssh_env: Path) -> None:
+    t = transport(cluster, "node02")
+    t.connect()
+    t0 = time.monotonic()
+    r = t.run(["sleep", "30"], timeout=1)
+    assert r.rc is None and time.monotonic() - t0 < 5
+    t.close()
+
+
+def test_proxyjump_through_the_jump_host(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    t = transport(cluster, "inner")
+    t.connect()
+    r = t.run(["hostname"], timeout=20)
+    assert r.stdout.strip() == "inner"
+    t.close()
+    # and the login node really cannot reach it without the hop (its subnet is unreachable here)
+    cfg = tmp_path / "nojump"
+    cfg.write_text(cluster.ssh_config.read_text().replace("  ProxyJump jump\n", "  ProxyJump none\n"))
+    with pytest.raises(NodeError) as ei:
+        transport(cluster, "inner", cfg).connect()
+    assert ei.value.kind == "unreachable" and "10.214.0.2:22" in ei.value.reason
+
+
+def test_jump_host_failure_is_named(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "badjump"
+    cfg.write_text(cluster.ssh_config.read_text().replace("  ProxyJump jump\n", "  ProxyJump nosshd\n"))
+    with pytest.raises(NodeError) as ei:
+        transport(cluster, "inner", cfg).connect()
+    assert ei.value.kind == "jump" and "jump host nosshd failed" in ei.value.reason
+    assert "connection refused" in ei.value.reason
+
+
+def test_unknown_host_key_is_refused_then_accepted_with_the_flag_and_saved(cluster: Cluster, ssh_env: Path,
+                                                                          tmp_path: Path) -> None:
+    kh = tmp_path / "known_hosts"
+    kh.write_text("")
+    cfg = config_with(cluster, tmp_path, known_hosts=kh)
+    with pytest.raises(UnknownHostKey) as ei:
+        transport(cluster, "node02", cfg).connect()
+    fp = subprocess.run(["ssh-keygen", "-lf", str(cluster.root / "node02" / "ssh_host_ed25519_key.pub")],
+                        capture_output=True, text=True).stdout.split()[1]
+    assert ei.value.fingerprint == fp and fp in ei.value.reason
+    assert kh.read_text() == ""  # refusing saves nothing
+    t = transport(cluster, "node02", cfg, accept_new_host_keys=True)
+    t.connect()
+    t.close()
+    assert kh.read_text().split() == ["10.213.0.2", *cluster.nodes["node02"].host_key_pub.split()]
+    transport(cluster, "node02", cfg).connect()  # known now, without the flag
+
+
+def test_the_tui_callback_sees_the_fingerprint(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    kh = tmp_path / "known_hosts"
+    cfg = config_with(cluster, tmp_path, known_hosts=kh)
+    asked = []
+    t = transport(cluster, "node03", cfg, confirm_host_key=lambda *a: asked.append(a) or True)
+    t.connect()
+    t.close()
+    assert asked and asked[0][0] == "node03" and asked[0][3].startswith("SHA256:")
+    assert "10.213.0.3 ssh-ed25519" in kh.read_text()
+
+
+def test_changed_host_key_is_refused_even_with_the_flag(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    kh = tmp_path / "known_hosts"
+    kh.write_text("10.213.0.4 " + " ".join(Path(f"{other}.pub").read_text().split()[:2]) + "\n")
+    before = kh.read_text()
+    cfg = config_with(cluster, tmp_path, known_hosts=kh)
+    for accept in (False, True):
+        with pytest.raises(ChangedHostKey) as ei:
+            transport(cluster, "node04", cfg, accept_new_host_keys=accept,
+                      confirm_host_key=lambda *a: True).connect()
+        assert "REMOTE HOST IDENTIFICATION HAS CHANGED" in ei.value.reason
+        assert "ssh-keygen -R 10.213.0.4" in ei.value.reason
+    assert kh.read_text() == before
+
+
+def test_known_hosts_with_markers_still_loads(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    kh = tmp_path / "known_hosts"
+    kh.write_text("@cert-authority *.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZha2U=\n"
+                  "@revoked * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZha2U=\n" + cluster.known_hosts.read_text())
+    t = transport(cluster, "node02", config_with(cluster, tmp_path, known_hosts=kh))
+    t.connect()
+    t.close()
+    assert any("@cert-authority lines are not supported" in n for n in t.notes)
+    assert any("@revoked" in n for n in t.notes)
+
+
+def test_down_node_times_out_while_the_others_finish(cluster: Cluster, ssh_env: Path) -> None:
+    names = ["node02", "dead", "node03"]
+    ts = {n: transport(cluster, n) for n in names}
+
+    def one(n):
+        t0 = time.monotonic()
+        try:
+            ts[n].connect()
+            return n, ts[n].run(["hostname"], timeout=10).stdout.strip(), time.monotonic() - t0
+        except NodeError as e:
+            return n, e, time.monotonic() - t0
+
+    with ThreadPoolExecutor(3) as pool:
+        out = {n: (r, dt) for n, r, dt in pool.map(one, names)}
+    assert out["node02"][0] == "node02" and out["node03"][0] == "node03"
+    assert out["node02"][1] < 2 and out["node03"][1] < 2  # not held up by the dead node
+    err, dt = out["dead"]
+    assert isinstance(err, NodeError) and err.kind == "timeout" and "timed out after 3 s" in err.reason
+    assert 2.5 < dt < 6
+
+
+def test_refused_and_unresolvable(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    with pytest.raises(NodeError) as ei:
+        transport(cluster, "nosshd").connect()
+    assert ei.value.kind == "refused" and "connection refused" in ei.value.reason
+    t = SSHTransport(NodeSpec("ghost", host="no-such-host.invalid"), OPTS, SSHSettings(ssh_config=cluster.ssh_config))
+    with pytest.raises(NodeError) as ei:
+        t.connect()
+    assert ei.value.kind == "dns" and "cannot resolve host name 'no-such-host.invalid'" in ei.value.reason
+
+
+def test_auth_failure_names_the_key_it_tried(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    wrong = tmp_path / "id_wrong"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
+    fp = subprocess.run(["ssh-keygen", "-lf", f"{wrong}.pub"], capture_output=True, text=True).stdout.split()[1]
+    with pytest.raises(NodeError) as ei:
+        transport(cluster, "node02", config_with(cluster, tmp_path, identity=wrong)).connect()
+    assert ei.value.kind == "auth"
+    assert f"authentication failed for root@10.213.0.2:22; tried {wrong} ({fp})" == ei.value.reason
+
+
+def test_playbook_values_override_ssh_config(cluster: Cluster, ssh_env: Path) -> None:
+    t = SSHTransport(NodeSpec("node02", host="10.213.0.3"), OPTS, SSHSettings(ssh_config=cluster.ssh_config,
+                                                                             accept_new_host_keys=False))
+    t.connect()  # node03's address under node02's config block: its key is known as 10.213.0.3
+    assert t.run(["hostname"], timeout=10).stdout.strip() == "node03"
+    t.close()
+
+
+def test_a_launch_streams_and_stops_its_process_group(cluster: Cluster, ssh_env: Path) -> None:
+    t = transport(cluster, "node03")
+    t.connect()
+    lines: list[str] = []
+    code = ("import subprocess,sys,time\n"
+            "subprocess.Popen([sys.executable,'-c','import time; time.sleep(300)'], start_new_session=True)\n"
+            "for i in range(3): print('tick', i, flush=True); time.sleep(0.2)\n"
+            "time.sleep(300)\n")
+    import sys
+    proc = t.start(LaunchSpec((sys.executable, "-c", code), {"A": "1"}, None, 2.0), lines.extend, sys.executable)
+    assert proc.started.wait(10) and proc.pid
+    deadline = time.time() + 10
+    while len([x for x in lines if x.startswith("tick")]) < 3 and time.time() < deadline:
+        time.sleep(0.05)
+    assert [x for x in lines if x.startswith("tick")] == ["tick 0", "tick 1", "tick 2"]
+    before = set(cluster.pids("node03"))
+    assert proc.pid in before
+    proc.stop()
+    assert proc.wait(20) in (143, 137)
+    time.sleep(0.3)
+    assert proc.pid not in set(cluster.pids("node03"))
+    t.close()
+
+
+def test_a_dropped_connection_stops_the_job(cluster: Cluster, ssh_env: Path) -> None:
+    import sys
+
+    t = transport(cluster, "node04")
+    t.connect()
+    proc = t.start(LaunchSpec((sys.executable, "-c", "import time; time.sleep(300)"), {}, None, 2.0),
+                   lambda _: None, sys.executable)
+    assert proc.started.wait(10)
+    pid = proc.pid
+    assert pid in cluster.pids("node04")
+    t.close()  # no stop: just the connection going away
+    deadline = time.time() + 15
+    while pid in cluster.pids("node04") and time.time() < deadline:
+        time.sleep(0.1)
+    assert pid not in cluster.pids("node04")
