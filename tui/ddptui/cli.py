@@ -229,7 +229,7 @@ def _notice(text: str):
 
 def cmd_run(args: argparse.Namespace) -> int:
     if not args.headless:
-        return cmd_tui(argparse.Namespace(**{**vars(args), "start_step": args.from_step}))
+        return cmd_tui(argparse.Namespace(**{**vars(args), "start_step": args.from_step, "run_all": True}))
     rc, _ = _headless(args, None, args.json)
     return rc
 
@@ -291,6 +291,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from .ui.app import DdptuiApp  # textual is imported only for the TUI
 
     app = DdptuiApp(playbook=playbook, runs_dir=runs_dir, ssh_settings=settings,
-                    start_step=getattr(args, "start_step", None))
+                    start_step=getattr(args, "start_step", None), run_all=getattr(args, "run_all", False))
     app.run()
     return app.return_code or 0

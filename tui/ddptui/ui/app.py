@@ -22,7 +22,7 @@ class DdptuiApp(App):
 
     def __init__(self, playbook: Path | None = None, runs_dir: Path | None = None,
                  ssh_settings: SSHSettings | None = None, start_step: str | None = None,
-                 search_dirs: list[tuple[str, Path]] | None = None) -> None:
+                 search_dirs: list[tuple[str, Path]] | None = None, run_all: bool = False) -> None:
         super().__init__()
         self.playbook_path = playbook
         self.runs_dir = runs_dir or Path("runs")
@@ -30,22 +30,26 @@ class DdptuiApp(App):
         self.ssh_settings.confirm_host_key = self._confirm_host_key
         self.start_step = start_step
         self.search_dirs = search_dirs
+        self.run_all = run_all
 
     def on_mount(self) -> None:
         if self.playbook_path is not None:
-            self.open_playbook(self.playbook_path, start_step=self.start_step)
+            self.open_playbook(self.playbook_path, start_step=self.start_step, run_all=self.run_all)
         else:
             dirs = self.search_dirs or [("here", Path.cwd() / "playbooks"), ("config", user_playbooks_dir()),
                                         ("examples", examples_dir())]
             self.push_screen(PickerScreen(discover_playbooks(dirs)))
 
-    def open_playbook(self, path: Path, start_step: str | None = None) -> None:
+    def open_playbook(self, path: Path, start_step: str | None = None, run_all: bool = False) -> None:
         try:
             pb = load_playbook(path)
         except PlaybookError as e:
             self.push_screen(ProblemsScreen(e))
             return
-        self.push_screen(PlaybookScreen(pb, self.runs_dir, make_factory(self.ssh_settings), start_step))
+        if start_step and start_step not in [s.id for s in pb.steps]:
+            self.notify(f"no step {start_step!r} in {pb.name}", severity="error")
+            start_step = None
+        self.push_screen(PlaybookScreen(pb, self.runs_dir, make_factory(self.ssh_settings), start_step, run_all))
 
     # ---- the command palette: every step-through action, by name --------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -45,7 +45,7 @@ class PickerScreen(Screen):
         t.add_columns("playbook", "file", "from", "description")
         for e in self.entries:
             desc = Text(e.error, style="red") if e.error else Text(e.description)
-            t.add_row(Text(e.name, style="bold"), str(e.path), e.origin, desc, key=str(e.path))
+            t.add_row(Text(e.name, style="bold"), _short(e.path), e.origin, desc, key=str(e.path))
         if not self.entries:
             self.query_one("#picker-title", Static).update(
                 "No playbooks found. Put one in ./playbooks/ or pass a file: ddptui PLAYBOOK")
@@ -167,12 +167,14 @@ class PlaybookScreen(Screen):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, playbook: Playbook, runs_dir: Path, factory, start_step: str | None = None) -> None:
+    def __init__(self, playbook: Playbook, runs_dir: Path, factory, start_step: str | None = None,
+                 run_all: bool = False) -> None:
         super().__init__()
         self.pb = playbook
         self.bridge = EventBridge(PANE_MAX_LINES)
         self.runbook = Runbook(playbook, self.bridge.push, runs_dir, factory)
         self.start_step = start_step
+        self.run_all_at_start = run_all
         self.commands: dict[str, str] = {}
         self.busy = threading.Event()
         self.history: list[tuple[str, str]] = []  # (step, state) as the UI saw them: tests read it
@@ -210,6 +212,7 @@ class PlaybookScreen(Screen):
         self.set_interval(1.0, self._tick)
         if self.start_step:
             self.query_one(StepTable).select(self.start_step)
+        if self.run_all_at_start:
             self.action_run_all()
 
     # ---- the bridge: core events -> widgets, once per frame --------------------------------
@@ -342,6 +345,13 @@ class PlaybookScreen(Screen):
             return
         self.app.copy_to_clipboard(cmd)
         self.notify(f"copied {node}'s command")
+
+
+def _short(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
 
 
 def _css_id(name: str) -> str:

@@ -96,17 +96,18 @@ class NodePane(Vertical):
         return self.query_one(Log)
 
     def _header(self) -> Text:
-        t = Text()
-        t.append(self.node, style="bold")
-        t.append(f"  {self.role}", style="cyan" if self.role == "master" else "")
+        parts: list[tuple[str, str]] = [(self.node, "bold"), (self.role, "cyan" if self.role == "master" else "")]
         if self.ranks:
-            t.append(f"  ranks {self.ranks}", style="dim")
-        t.append("  ")
-        t.append(self.state, style=NODE_STYLE.get(self.state, ""))
+            parts.append((f"ranks {self.ranks}", ""))
+        parts.append((self.state, NODE_STYLE.get(self.state, "")))
         if self.started:
-            end = self.ended or time.time()
-            t.append(f"  {end - self.started:5.1f}s", style="dim")
-        t.append(f"  {self.total_lines} lines", style="dim")
+            parts.append((f"{(self.ended or time.time()) - self.started:.1f}s", "dim"))
+        parts.append((f"{self.total_lines} lines", "dim"))
+        t = Text()
+        for i, (text, style) in enumerate(parts):
+            if i:
+                t.append(" · ", style="dim")
+            t.append(text, style=style)
         return t
 
     def refresh_header(self) -> None:

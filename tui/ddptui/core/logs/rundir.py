@@ -30,6 +30,7 @@ class RunDir:
         self._logs: dict[str, IO[str]] = {}
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._summary_lock = threading.Lock()
         self._events = open(self.path / "events.jsonl", "a", encoding="utf-8")
 
     def log_path(self, node: str) -> Path:
@@ -61,9 +62,12 @@ class RunDir:
         (self.path / "playbook.yaml").write_text(text, encoding="utf-8")
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        tmp = self.path / "summary.json.tmp"
-        tmp.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path / "summary.json")
+        """Replace summary.json atomically (readers never see half a file); any thread."""
+        text = json.dumps(summary, indent=2, default=str) + "\n"
+        with self._summary_lock:
+            tmp = self.path / "summary.json.tmp"
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, self.path / "summary.json")
 
     def close(self) -> None:
         with self._lock:

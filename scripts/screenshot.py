@@ -1,0 +1,39 @@
+"""Refresh the README's screenshots: the real app, run on the shipped local playbook.
+
+    .venv/bin/python scripts/screenshot.py        # writes assets/*.svg
+
+Textual saves the screen as SVG; nothing here is drawn by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tui"))
+
+from ddptui.ui.app import DdptuiApp  # noqa: E402
+
+
+async def shoot() -> None:
+    assets = ROOT / "assets"
+    assets.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as runs:
+        app = DdptuiApp(search_dirs=[("here", ROOT / "playbooks")], runs_dir=Path(runs))
+        async with app.run_test(size=(130, 24)) as pilot:
+            await pilot.pause()
+            app.save_screenshot(str(assets / "picker.svg"))
+        app = DdptuiApp(playbook=ROOT / "playbooks" / "local-smoke.yaml", runs_dir=Path(runs))
+        async with app.run_test(size=(150, 42)) as pilot:
+            await pilot.press("a")
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.2)
+            app.save_screenshot(str(assets / "local-smoke.svg"))
+            print("watch:", app.screen.runbook.states["watch"])
+
+
+if __name__ == "__main__":
+    asyncio.run(shoot())
