@@ -253,3 +253,56 @@ def test_a_dropped_connection_stops_the_job(cluster: Cluster, ssh_env: Path) -> 
     while pid in cluster.pids("node04") and time.time() < deadline:
         time.sleep(0.1)
     assert pid not in cluster.pids("node04")
+
+
+def test_a_key_with_a_passphrase(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    locked = tmp_path / "id_locked"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "open sesame", "-f", str(locked)], check=True)
+    auth = cluster.root / "client" / "authorized_keys"
+    original = auth.read_text()
+    auth.write_text(original + Path(f"{locked}.pub").read_text())
+    try:
+        cfg = config_with(cluster, tmp_path, identity=locked)
+        with pytest.raises(NodeError) as ei:  # headless, nobody to ask
+            transport(cluster, "node02", cfg).connect()
+        assert f"tried {locked} (needs a passphrase)" in ei.value.reason
+        with pytest.raises(NodeError) as ei:
+            transport(cluster, "node02", cfg, ask_passphrase=lambda n, p: "wrong").connect()
+        assert "(wrong passphrase)" in ei.value.reason
+        asked = []
+        t = transport(cluster, "node02", cfg, ask_passphrase=lambda n, p: asked.append((n, p)) or "open sesame")
+        t.connect()
+        assert t.run(["hostname"], timeout=10).stdout.strip() == "node02"
+        assert asked == [("node02", str(locked))]
+        t.close()
+    finally:
+        auth.write_text(original)
+
+
+async def test_the_tui_asks_about_an_unknown_host_key(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                      runs_dir: Path) -> None:
+    from ddptui.ui.app import DdptuiApp
+    from ddptui.ui.screens import HostKeyScreen, PlaybookScreen
+
+    kh = tmp_path / "known_hosts"
+    cfg = config_with(cluster, tmp_path, known_hosts=kh)
+    pb = cluster_playbook(tmp_path, ["node02"], steps="steps: [connect]")
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir, ssh_settings=SSHSettings(ssh_config=cfg))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("r")
+        for _ in range(200):  # the dialog comes from the connect worker
+            await pilot.pause(0.05)
+            if isinstance(app.screen, HostKeyScreen):
+                break
+        assert isinstance(app.screen, HostKeyScreen)
+        text = " ".join(str(w.render()) for w in app.screen.query("Label"))
+        fp = subprocess.run(["ssh-keygen", "-lf", str(cluster.root / "node02" / "ssh_host_ed25519_key.pub")],
+                            capture_output=True, text=True).stdout.split()[1]
+        assert fp in text and "10.213.0.2" in text
+        await pilot.click("#yes")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, PlaybookScreen)
+        assert app.screen.runbook.states["connect"] == "passed"
+    assert kh.read_text().startswith("10.213.0.2 ssh-ed25519 ")
+

@@ -13,7 +13,7 @@ from ..core.errors import PlaybookError
 from ..core.paths import examples_dir, user_playbooks_dir
 from ..core.playbook.loader import discover_playbooks, load_playbook
 from ..core.transport.factory import SSHSettings, make_factory
-from .screens import HostKeyScreen, PickerScreen, PlaybookScreen, ProblemsScreen, QuitScreen
+from .screens import HostKeyScreen, PassphraseScreen, PickerScreen, PlaybookScreen, ProblemsScreen, QuitScreen
 
 
 class DdptuiApp(App):
@@ -28,6 +28,7 @@ class DdptuiApp(App):
         self.runs_dir = runs_dir or Path("runs")
         self.ssh_settings = ssh_settings or SSHSettings()
         self.ssh_settings.confirm_host_key = self._confirm_host_key
+        self.ssh_settings.ask_passphrase = self._ask_passphrase
         self.start_step = start_step
         self.search_dirs = search_dirs
         self.run_all = run_all
@@ -100,14 +101,26 @@ class DdptuiApp(App):
         self._close_runbooks()  # nothing is left running on a node, whatever the way out
 
     # ---- asked from worker threads ----------------------------------------------------------
-    def _confirm_host_key(self, node: str, hostname: str, key_type: str, fingerprint: str) -> bool:
+    def _ask(self, screen):
+        """Show a dialog from a worker thread and wait for the user's answer there."""
         done = threading.Event()
-        answer: list[bool] = [False]
+        answer: list = [None]
 
-        def set_answer(ok: bool | None) -> None:
-            answer[0] = bool(ok)
+        def set_answer(value) -> None:
+            answer[0] = value
             done.set()
 
-        self.call_from_thread(self.push_screen, HostKeyScreen(node, hostname, key_type, fingerprint), set_answer)
+        self.call_from_thread(self.push_screen, screen, set_answer)
         done.wait()
         return answer[0]
+
+    # one dialog at a time, even when several nodes ask at once
+    _dialog_lock = threading.Lock()
+
+    def _confirm_host_key(self, node: str, hostname: str, key_type: str, fingerprint: str) -> bool:
+        with self._dialog_lock:
+            return bool(self._ask(HostKeyScreen(node, hostname, key_type, fingerprint)))
+
+    def _ask_passphrase(self, node: str, path: str) -> str | None:
+        with self._dialog_lock:
+            return self._ask(PassphraseScreen(node, path))

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Header, Label, Static
+from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static
 
 from ..core import events as E
 from ..core.errors import PlaybookError
@@ -151,6 +151,35 @@ class HostKeyScreen(ModalScreen[bool]):
     @on(Button.Pressed)
     def _pressed(self, ev: Button.Pressed) -> None:
         self.dismiss(ev.button.id == "yes")
+
+
+class PassphraseScreen(ModalScreen[str | None]):
+    """A key file needs its passphrase: asked here, kept in memory for this connection only."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def __init__(self, node: str, path: str) -> None:
+        super().__init__()
+        self.node, self.path = node, path
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(f"{self.node}: the key {self.path} needs its passphrase.", id="dialog-title")
+            yield Input(password=True, placeholder="passphrase", id="passphrase")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Use it", variant="primary", id="ok")
+                yield Button("Skip this key", id="skip")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.dismiss(self.query_one(Input).value or None)
+
+    @on(Button.Pressed)
+    def _pressed(self, ev: Button.Pressed) -> None:
+        self.dismiss(self.query_one(Input).value or None if ev.button.id == "ok" else None)
 
 
 class PlaybookScreen(Screen):

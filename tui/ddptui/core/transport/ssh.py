@@ -351,15 +351,16 @@ class SSHTransport(Transport):
     def _load_key(self, path: str, tried: list[str]) -> paramiko.PKey | None:
         try:
             return paramiko.PKey.from_path(path)
-        except paramiko.PasswordRequiredException:
+        except (paramiko.PasswordRequiredException, TypeError):
+            # paramiko 5 raises cryptography's TypeError ("password-protected") for OpenSSH keys
             ask = self.settings.ask_passphrase
             phrase = ask(self.node, path) if ask else None
             if not phrase:
                 tried.append(f"{path} (needs a passphrase)")
                 return None
             try:
-                return paramiko.PKey.from_path(path, passphrase=phrase)
-            except (paramiko.SSHException, ValueError):
+                return paramiko.PKey.from_path(path, password=phrase.encode())
+            except (paramiko.SSHException, ValueError, TypeError):
                 tried.append(f"{path} (wrong passphrase)")
                 return None
         except (paramiko.SSHException, ValueError, OSError) as e:
