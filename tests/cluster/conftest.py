@@ -8,6 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.netns import Cluster, NodeOpts, down, missing_requirements, up
+from tests.conftest import DATA
+
+DOUBLES = DATA / "doubles"
+GPU = str(DOUBLES / "gpu-v100x2")
+GPU_IB = f"{DOUBLES / 'gpu-v100x2'}:{DOUBLES / 'ib-active'}"
 
 NODES = ["node02", "node03", "node04"]
 
@@ -23,10 +28,17 @@ def cluster():
     why = missing_requirements()
     if why:
         pytest.skip(why)
-    specs = [NodeOpts(n) for n in NODES] + [
+    specs = [NodeOpts("node02"), NodeOpts("node03", setenv={"NCCL_DEBUG": "WARN", "NCCL_SOCKET_NTHREADS": "4"}),
+             NodeOpts("node04")] + [
         NodeOpts("inner", behind_jump=True),  # reachable only through the jump host
         NodeOpts("dead"),  # its sshd runs, but a firewall drops every packet to port 22
         NodeOpts("nosshd", sshd=False),  # up, no sshd: connection refused
+        NodeOpts("loopy", loopback_hostname=True),  # its own name on 127.0.1.1
+        NodeOpts("gpua", extra_path=GPU),  # test double: 2 GPUs, no IB
+        NodeOpts("gpub", extra_path=GPU),
+        NodeOpts("iba", extra_path=GPU_IB),  # test doubles: 2 GPUs and an ACTIVE IB port
+        NodeOpts("ibb", extra_path=GPU_IB, setenv={"NCCL_IB_DISABLE": "1"}),  # ...but its shell disables IB
+        NodeOpts("dummyib", extra_path=GPU, dummy_ifaces=(("ib0", "192.168.77.2/24"),)),  # NCCL would pick ib0
     ]
     cl = up(specs)
     cl.drop_port("dead", 22)
@@ -47,7 +59,8 @@ def ssh_env(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def cluster_playbook(tmp_path: Path, nodes: list[str] | str = NODES, *, name: str = "cluster-smoke",
-                     port: int = 29540, extra_job: str = "", steps: str = "", args: str = '["--steps", "3"]') -> Path:
+                     port: int = 29540, extra_job: str = "", steps: str = "", args: str = '["--steps", "3"]',
+                     backend: str = "gloo", env: str = "") -> Path:
     nodes_yaml = nodes if isinstance(nodes, str) else "[" + ", ".join(nodes) + "]"
     text = f"""\
 name: {name}
@@ -57,14 +70,14 @@ job:
   args: {args}
   nproc_per_node: 2
   master_port: {port}
-  backend: gloo
+  backend: {backend}
   python: {sys.executable}
   rdzv_timeout: 60
   master_wait_timeout: 60
   stop_grace: 5
   env:
     OMP_NUM_THREADS: 1
-{extra_job}
+{env}{extra_job}
 ssh:
   connect_timeout: 3
   command_timeout: 60

@@ -56,7 +56,8 @@ class NodeOpts:
     behind_jump: bool = False  # on the second bridge, reachable only through the jump host
     extra_path: str | None = None  # prepended to PATH of ssh sessions (test doubles)
     loopback_hostname: bool = False  # its /etc/hosts maps its own name to 127.0.1.1
-    bashrc: str = ""  # lines for the node's ~/.bashrc-like init (through BASH_ENV)
+    setenv: dict = field(default_factory=dict)  # variables every ssh session on the node has (its "shell env")
+    dummy_ifaces: tuple = ()  # (name, cidr) extra interfaces that lead nowhere, e.g. ("ib0", "192.168.77.2/24")
 
 
 @dataclass
@@ -103,6 +104,9 @@ class Cluster:
 
     def drop_port(self, node: str, port: int) -> None:
         self.ns_exec(node, "iptables", "-A", "INPUT", "-p", "tcp", "--dport", str(port), "-j", "DROP")
+
+    def undrop_port(self, node: str, port: int) -> None:
+        self.ns_exec(node, "iptables", "-D", "INPUT", "-p", "tcp", "--dport", str(port), "-j", "DROP", check=False)
 
     def stop_sshd(self, node: str) -> None:
         n = self.nodes[node]
@@ -217,12 +221,7 @@ def _up(cl: Cluster, specs: list[NodeOpts]) -> None:
         path = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
         if n.opts.extra_path:
             path = f"{n.opts.extra_path}:{path}"
-        envs = [f"PATH={path}"]
-        if n.opts.bashrc:
-            rc = root / n.name / "bashrc"
-            rc.write_text(n.opts.bashrc + "\n")
-            envs.append(f"ENV={rc}")  # what sh -c reads when it starts... (dash reads $ENV only if interactive)
-            envs.append(f"BASH_ENV={rc}")
+        envs = [f"PATH={path}"] + [f"{k}={v}" for k, v in n.opts.setenv.items()]
         setenv.append("SetEnv " + " ".join(envs))
         (root / n.name / "sshd_config").write_text(SSHD_CONFIG.format(
             ip=n.ip, hostkey=hk, root=root, name=n.name, setenv="\n".join(setenv)))
@@ -250,6 +249,12 @@ def _add_node(cl: Cluster, s: NodeOpts, ip: str, bridge: str) -> None:
     sh("ip", "-n", ns, "link", "set", "lo", "up")
     sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0")
     sh("ip", "-n", ns, "link", "set", "eth0", "up")
+    for dname, cidr in s.dummy_ifaces:
+        # A veth pair with both ends inside the node (no dummy module here): it reaches nothing.
+        sh("ip", "-n", ns, "link", "add", dname, "type", "veth", "peer", "name", f"{dname}-peer")
+        sh("ip", "-n", ns, "addr", "add", cidr, "dev", dname)
+        sh("ip", "-n", ns, "link", "set", dname, "up")
+        sh("ip", "-n", ns, "link", "set", f"{dname}-peer", "up")
     cl.nodes[s.name] = Node(s.name, ns, ip, veth, s)
 
 

@@ -259,27 +259,29 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def check_report(path: Path, rb) -> dict:
-    checks = {}
-    for line in (rb.run_dir.path / "events.jsonl").read_text().splitlines() if rb.run_dir else []:
-        ev = json.loads(line)
-        if ev.get("event") == "check":
-            checks.setdefault(ev["node"], []).append(
-                {"id": ev["check"], "status": ev["status"], "summary": ev["summary"],
-                 "command": ev["command"], "output": ev["output"]})
+    """The `check --json` object of CONTRACTS.md, from what the run learned."""
+    pf = rb.preflight
     nodes = []
     for name, nr in rb.nodes.items():
         reachable = nr.transport is not None and nr.state != "unreachable"
-        f = nr.facts
+        facts = pf.facts.get(name) if pf else None
+        checks = [c.to_json() for c in pf.checks.get(name, [])] if pf else []
+        if reachable:
+            checks.insert(0, {"id": "ssh", "status": "pass", "summary": f"connected ({nr.transport.kind})",
+                              "command": "", "output": ""})
+        else:
+            checks.insert(0, {"id": "ssh", "status": "fail", "summary": nr.error or "not connected",
+                              "command": "", "output": ""})
         nodes.append({
             "name": name, "host": nr.transport.address if nr.transport else None,
             "role": "master" if name == rb.pb.master else "worker",
             "reachable": reachable, "error": nr.error,
-            "facts": {"hostname": f.get("hostname"),
-                      "software": {k: f.get(k) for k in ("python", "torch", "cuda", "nccl")},
-                      "env": rb._env_for(name)} if reachable else {},
-            "checks": checks.get(name, []),
+            "facts": facts.to_json() if facts is not None and reachable else {},
+            "checks": checks,
         })
-    return {"playbook": str(path), "nodes": nodes, "findings": []}
+    return {"playbook": str(path), "backend": pf.backend if pf else rb.pb.job.backend,
+            "master_addr": pf.master_addr if pf else None, "nodes": nodes,
+            "findings": [f.to_json() for f in pf.findings] if pf else []}
 
 
 def cmd_tui(args: argparse.Namespace) -> int:

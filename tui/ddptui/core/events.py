@@ -92,6 +92,14 @@ class CommandPlanned(Event):
 
 
 @dataclass(frozen=True)
+class FindingRaised(Event):
+    """A finding (new, or changed state); `finding` is its JSON form (diagnosis.model.Finding)."""
+
+    kind = "finding"
+    finding: dict
+
+
+@dataclass(frozen=True)
 class Notice(Event):
     kind = "notice"
     level: str  # info, warning, error

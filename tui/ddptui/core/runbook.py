@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .checks.software import PROBE, judge_software, parse_probe
+from .checks.preflight import NodeTarget, Preflight, PreflightResult
 from .errors import NodeError
 from .events import (
-    CheckResult, CommandPlanned, Event, Notice, NodeOutput, NodeState, RunFinished, RunStarted,
-    Sink, StepChanged,
+    CheckResult, CommandPlanned, Event, FindingRaised, Notice, NodeOutput, NodeState, RunFinished,
+    RunStarted, Sink, StepChanged,
 )
 from .launch.plan import LaunchInputs, NodePlan, plan_launch
 from .logs.results import parse_result_line
@@ -67,6 +67,7 @@ class Runbook:
         self.nodes: dict[str, NodeRun] = {n.name: NodeRun(n.name) for n in playbook.ordered_nodes()}
         self.run_dir: RunDir | None = None
         self.results: list[dict] = []
+        self.preflight: PreflightResult | None = None
         self._lock = threading.RLock()
         self._started = time.time()
         self._stopped_by_user = False
@@ -195,39 +196,48 @@ class Runbook:
         if any(nr.transport is None for nr in self.nodes.values()):
             self._step_connect(Step("connect", "connect", "connect"))
 
-    def _check_one(self, nr: NodeRun) -> None:
-        assert nr.transport is not None
-        env = self._env_for(nr.name)
-        res = nr.transport.run([nr.python, "-c", PROBE], env=env, timeout=self.pb.ssh.command_timeout)
-        facts = parse_probe(res.stdout)
-        nr.facts = facts
-        verdicts = judge_software(facts, self.pb.job.backend, self.pb.nproc_of(self._spec(nr.name)))
-        cmd = f"{nr.python} -c <software probe>"
-        out = (res.stdout + res.stderr).strip()
-        for v in verdicts:
-            self.emit(CheckResult(nr.name, v.check, v.status, v.summary, cmd, out))
+    def _check_script(self, nr: NodeRun) -> None:
         script = self.pb.job.script
-        if not script.startswith("builtin:"):
-            spec = self._spec(nr.name)
-            cwd = spec.workdir or self.pb.job.workdir
-            r = nr.transport.run(["test", "-f", script], timeout=self.pb.ssh.command_timeout,
-                                 shell=None if not cwd else f"cd {_q(cwd)} && test -f {_q(script)}")
-            ok = r.rc == 0
-            self.emit(CheckResult(nr.name, "script", "pass" if ok else "fail",
-                                  f"{script} {'found' if ok else 'not found'}" + (f" in {cwd}" if cwd else ""),
-                                  " ".join(r.argv)))
-            if not ok:
-                raise StepFailed(f"{script} not found")
-        if any(v.status == "fail" for v in verdicts):
-            raise StepFailed("; ".join(v.summary for v in verdicts if v.status == "fail"))
+        spec = self._spec(nr.name)
+        cwd = spec.workdir or self.pb.job.workdir
+        if nr.transport.kind == "local" and not cwd and self.pb.path is not None:
+            cwd = str(self.pb.path.resolve().parent)
+        shell = f"cd {_q(cwd)} && test -f {_q(script)}" if cwd else f"test -f {_q(script)}"
+        r = nr.transport.run([], shell=shell, timeout=self.pb.ssh.command_timeout)
+        ok = r.rc == 0
+        self.emit(CheckResult(nr.name, "script", "pass" if ok else "fail",
+                              f"{script} {'found' if ok else 'not found'}" + (f" in {cwd}" if cwd else ""), shell))
+        if not ok:
+            raise StepFailed(f"{script} not found")
 
     def _step_check(self, step: Step) -> str:
         self._ensure_connected()
-        errors = self._fan_out(self._check_one)
-        if errors:
-            why = "; ".join(f"{n}: {e}" for n, e in errors.items())
-            raise StepFailed(f"checks failed on {len(errors)} node{'s' if len(errors) != 1 else ''}: {why}")
-        return f"all checks passed on {len(self.nodes)} node{'s' if len(self.nodes) != 1 else ''}"
+        targets = [NodeTarget(nr.name, "master" if nr.name == self.pb.master else "worker", nr.transport,
+                              nr.python, self._env_for(nr.name), self.pb.nproc_of(self._spec(nr.name)))
+                   for nr in self.nodes.values()]
+
+        def on_check(row) -> None:
+            self.emit(CheckResult(row.node, row.id, row.status, row.summary, row.command, row.output))
+
+        pf = Preflight(self.pb, targets, self._master_addr(), on_check, self.pb.ssh.command_timeout)
+        result = pf.run()
+        self.preflight = result
+        for name, nf in result.facts.items():
+            self.nodes[name].facts = nf
+        for f in result.findings:
+            self.emit(FindingRaised(f.to_json()))
+        missing = self._fan_out(self._check_script) if not self.pb.job.script.startswith("builtin:") else {}
+        failed = result.failed()
+        errors = result.errors()
+        if failed or errors or missing:
+            parts = ([f"{c.node}: {c.id}: {c.summary}" for c in failed] + [f"{f.id}: {f.summary}" for f in errors]
+                     + [f"{n}: {e}" for n, e in missing.items()])
+            raise StepFailed(f"{len(failed)} check{'s' if len(failed) != 1 else ''} failed, "
+                             f"{len(errors)} error finding{'s' if len(errors) != 1 else ''}: " + "; ".join(parts))
+        warns = [f for f in result.findings if f.severity == "warning"]
+        n = len(self.nodes)
+        return (f"all checks passed on {n} node{'s' if n != 1 else ''}"
+                + (f" ({len(warns)} warning{'s' if len(warns) != 1 else ''})" if warns else ""))
 
     def _spec(self, name: str):
         return next(n for n in self.pb.nodes if n.name == name)
@@ -428,7 +438,7 @@ class Runbook:
         return {"playbook": self.pb.name, "run_id": self.run_dir.run_id if self.run_dir else None,
                 "started": self._started, "ended": time.time(), "ok": ok,
                 "steps": dict(self.states), "nodes": nodes, "results": list(self.results),
-                "findings": []}
+                "findings": [f.to_json() for f in self.preflight.findings] if self.preflight else []}
 
     def _write_summary(self) -> None:
         if self.run_dir is not None:

@@ -1,0 +1,167 @@
+"""Preflight on the real cluster: facts equal what the namespaces say; findings before any launch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.conftest import NODES, cluster_playbook
+from tests.cluster.netns import Cluster
+from tests.conftest import ddptui_exe
+
+
+def check_json(cluster: Cluster, pb: Path, runs_dir: Path) -> tuple[int, dict]:
+    r = subprocess.run([ddptui_exe(), "check", str(pb), "--json", "--runs-dir", str(runs_dir),
+                        "--ssh-config", str(cluster.ssh_config)], capture_output=True, text=True, timeout=120)
+    assert r.returncode in (0, 1), r.stderr
+    assert "Traceback" not in r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+def ids(report: dict) -> list[str]:
+    return sorted(f["id"] for f in report["findings"])
+
+
+def test_check_json_has_every_fact_for_three_nodes(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                   runs_dir: Path) -> None:
+    pb = cluster_playbook(tmp_path, env="    NCCL_DEBUG: INFO\n")
+    rc, rep = check_json(cluster, pb, runs_dir)
+    assert rc == 0, rep["findings"]
+    assert rep["master_addr"] == "10.213.0.2" and [n["name"] for n in rep["nodes"]] == NODES
+    for node in rep["nodes"]:
+        name, f = node["name"], node["facts"]
+        assert node["reachable"] and node["error"] is None and node["host"] == cluster.nodes[name].ip
+        assert f["hostname"] == name and f["hostname_resolves_to"] == [cluster.nodes[name].ip]
+        inside_addr = json.loads(cluster.ns_exec(name, "ip", "-j", "addr").stdout)
+        assert [i["name"] for i in f["interfaces"]] == [i["ifname"] for i in inside_addr]
+        eth0 = next(i for i in f["interfaces"] if i["name"] == "eth0")
+        assert eth0["addresses"][0] == f"{cluster.nodes[name].ip}/24" and eth0["up"]
+        route = json.loads(cluster.ns_exec(name, "ip", "-j", "route", "get", "10.213.0.2").stdout)[0]
+        if name == "node02":  # the master reaches itself through lo; the fact names the interface holding it
+            assert route["dev"] == "lo" and f["route_to_master"]["interface"] == "eth0"
+        else:
+            assert f["route_to_master"]["interface"] == route["dev"] == "eth0"
+            assert f["route_to_master"]["source"] == route["prefsrc"] == cluster.nodes[name].ip
+        assert f["predicted_transport"] == "Socket" and f["ib_devices"] == [] and f["gpus"] == []
+        assert f["software"]["torch"] and f["software"]["python"]
+        assert f["env"]["NCCL_DEBUG"] == "INFO"  # the playbook's, on top of node03's shell WARN
+        statuses = {c["id"]: c["status"] for c in node["checks"]}
+        assert statuses["ssh"] == statuses["hostname"] == statuses["route"] == statuses["torch"] == "pass"
+        assert all(c["command"] or c["id"] in ("ssh",) for c in node["checks"] if c["id"] != "python")
+    node03 = rep["nodes"][1]["facts"]
+    assert node03["shell_env"]["NCCL_DEBUG"] == "WARN" and node03["env"]["NCCL_SOCKET_NTHREADS"] == "4"
+    assert "NCCL_SOCKET_NTHREADS" not in rep["nodes"][0]["facts"]["env"]
+    reach = {n["name"]: {c["id"]: c for c in n["checks"]} for n in rep["nodes"]}
+    assert reach["node02"]["master-port"]["status"] == "pass"
+    assert reach["node03"]["master-reachable"]["status"] == "pass"
+    assert "connected 10.213.0.2:29540" in reach["node04"]["master-reachable"]["output"]
+
+
+def test_loopback_hostname(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["node02", "loopy"], port=29543), runs_dir)
+    assert rc == 1
+    (f,) = [f for f in rep["findings"] if f["id"] == "loopback-hostname"]
+    assert f["nodes"] == ["loopy"] and f["severity"] == "error"
+    assert "127.0.1.1" in f["summary"] and f["evidence"][0]["command"] == 'getent ahostsv4 "$(hostname)"'
+    assert f["fix"]["per_node"] == {"loopy": {"GLOO_SOCKET_IFNAME": "eth0"}}
+    loopy = next(n for n in rep["nodes"] if n["name"] == "loopy")
+    assert loopy["facts"]["hostname_resolves_to"] == ["127.0.1.1"]
+
+
+def test_firewall_on_master_port_is_found_before_anything_is_launched(cluster: Cluster, ssh_env: Path,
+                                                                      tmp_path: Path, runs_dir: Path) -> None:
+    cluster.drop_port("node02", 29544)
+    try:
+        pb = cluster_playbook(tmp_path, port=29544)
+        rc, rep = check_json(cluster, pb, runs_dir)
+        assert rc == 1 and "firewall-or-unreachable" in ids(rep)
+        f = next(f for f in rep["findings"] if f["id"] == "firewall-or-unreachable")
+        assert set(f["nodes"]) == {"node02", "node03", "node04"}
+        assert any("timed out" in e["text"] for e in f["evidence"])
+        # and `run` stops at the check step: nothing launched
+        r = subprocess.run([ddptui_exe(), "run", str(pb), "--headless", "--runs-dir", str(runs_dir),
+                            "--ssh-config", str(cluster.ssh_config)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1 and "✗ check: failed" in r.stdout and "firewall-or-unreachable" in r.stdout
+        assert "launch-master: running" not in r.stdout
+    finally:
+        cluster.undrop_port("node02", 29544)
+
+
+def test_port_in_use_on_the_master(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:
+    squat = subprocess.Popen(["ip", "netns", "exec", cluster.nodes["node02"].ns, sys.executable, "-c",
+                              "import socket,time; s=socket.socket(); s.bind(('0.0.0.0', 29545)); s.listen(); time.sleep(60)"])
+    try:
+        time.sleep(0.5)
+        rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["node02", "node03"], port=29545), runs_dir)
+        assert rc == 1 and "port-in-use" in ids(rep)
+        f = next(f for f in rep["findings"] if f["id"] == "port-in-use")
+        assert f["nodes"] == ["node02"] and "bind-failed" in f["evidence"][0]["text"]
+        assert any("29545" in e["text"] for e in f["evidence"][1:])  # what ss shows listening there
+    finally:
+        squat.kill()
+        squat.wait()
+
+
+def test_ib_on_one_node_socket_on_the_other(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["iba", "gpua"], port=29546, backend="nccl"), runs_dir)
+    assert rc == 1 and ids(rep) == ["ib-socket-mismatch"]
+    f = rep["findings"][0]
+    assert f["summary"] == "iba will use NET/IB, gpua NET/Socket"
+    assert f["fix"]["scope"] == "all-nodes" and f["fix"]["env"] == {"NCCL_IB_DISABLE": "1"}
+    assert "slower" in f["fix"]["explain"]
+    nodes = {n["name"]: n["facts"] for n in rep["nodes"]}
+    assert nodes["iba"]["predicted_transport"] == "IB" and nodes["gpua"]["predicted_transport"] == "Socket"
+    assert nodes["iba"]["ib_devices"] == [{"name": "mlx5_0", "port": 1, "state": "ACTIVE", "link_layer": "InfiniBand"}]
+    assert [g["name"] for g in nodes["gpua"]["gpus"]] == ["Tesla V100-SXM2-16GB"] * 2
+
+
+def test_ib_disabled_in_one_nodes_shell_only(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["iba", "ibb"], port=29547, backend="nccl"), runs_dir)
+    assert rc == 1 and ids(rep) == ["ib-socket-mismatch"]
+    f = rep["findings"][0]
+    assert f["summary"] == "iba will use NET/IB, ibb NET/Socket"
+    assert any("NCCL_IB_DISABLE=1" in e["text"] for e in f["evidence"] if e["node"] == "ibb")
+    assert any("remove NCCL_IB_DISABLE from ibb" in a for a in f["fix"]["alternatives"])
+    ibb = next(n for n in rep["nodes"] if n["name"] == "ibb")["facts"]
+    assert ibb["shell_env"]["NCCL_IB_DISABLE"] == "1"
+    # the fix, applied as the playbook's env on every node, makes them agree
+    pb = cluster_playbook(tmp_path, ["iba", "ibb"], port=29547, backend="nccl", env="    NCCL_IB_DISABLE: 1\n",
+                          name="fixed")
+    rc, rep = check_json(cluster, pb, runs_dir)
+    assert ids(rep) == []
+    assert {n["facts"]["predicted_transport"] for n in rep["nodes"]} == {"Socket"}
+    # what still fails is true: the nodes' torch is a CPU build, which cannot run nccl
+    failed = {(n["name"], c["id"]) for n in rep["nodes"] for c in n["checks"] if c["status"] == "fail"}
+    assert rc == 1 and failed == {("iba", "backend"), ("ibb", "backend")}
+
+
+def test_wrong_interface_when_nccl_would_pick_ib0(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                  runs_dir: Path) -> None:
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["gpua", "dummyib"], port=29548, backend="nccl"), runs_dir)
+    assert "wrong-interface" in ids(rep)
+    f = next(f for f in rep["findings"] if f["id"] == "wrong-interface")
+    assert f["nodes"] == ["dummyib"] and "would use ib0" in f["summary"] and "through eth0" in f["summary"]
+    assert f["fix"]["per_node"] == {"dummyib": {"NCCL_SOCKET_IFNAME": "eth0"}}
+    node = next(n for n in rep["nodes"] if n["name"] == "dummyib")["facts"]
+    assert node["nccl_interface"] == "ib0"
+
+
+def test_bad_gloo_socket_ifname(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["node02", "node03"], port=29549,
+                                                   env="    GLOO_SOCKET_IFNAME: ib0\n"), runs_dir)
+    assert rc == 1
+    bad = [f for f in rep["findings"] if f["id"] == "bad-socket-ifname"]
+    assert sorted(f["nodes"][0] for f in bad) == ["node02", "node03"]
+    assert bad[0]["fix"]["env"] == {"GLOO_SOCKET_IFNAME": "eth0"}
+
+
+def test_unreachable_node_in_check_json(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["node02", "nosshd"], port=29550), runs_dir)
+    assert rc == 1
+    bad = next(n for n in rep["nodes"] if n["name"] == "nosshd")
+    assert bad["reachable"] is False and "connection refused" in bad["error"] and bad["facts"] == {}

@@ -1,0 +1,292 @@
+"""Parsers: what a node's commands printed -> typed facts. Pure functions, tested on real output."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    addresses: tuple[str, ...]  # "10.0.0.2/24"
+    up: bool
+    kind: str = "ethernet"  # ethernet, loopback, docker, virtual, infiniband
+
+    def ipv4(self) -> list[str]:
+        return [a.split("/")[0] for a in self.addresses if ":" not in a]
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "addresses": list(self.addresses), "up": self.up, "kind": self.kind}
+
+
+_VIRTUAL = ("veth", "virbr", "br-", "cni", "flannel", "cali", "tun", "tap", "vxlan", "weave", "kube", "lxc", "tailscale", "wg")
+
+
+def interface_kind(name: str, link_type: str = "") -> str:
+    if name == "lo" or link_type == "loopback":
+        return "loopback"
+    if name.startswith("docker"):
+        return "docker"
+    if name.startswith("ib") or link_type == "infiniband":
+        return "infiniband"
+    if name.startswith(_VIRTUAL):
+        return "virtual"
+    return "ethernet"
+
+
+def parse_ip_addr(text: str) -> list[Interface]:
+    """`ip -j addr` -> interfaces in the kernel's order (the order NCCL walks them in)."""
+    out = []
+    for link in json.loads(text or "[]"):
+        addrs = tuple(f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", []) if "local" in a)
+        flags = link.get("flags", [])
+        up = "UP" in flags and link.get("operstate", "UP") in ("UP", "UNKNOWN")
+        out.append(Interface(link["ifname"], addrs, up, interface_kind(link["ifname"], link.get("link_type", ""))))
+    return out
+
+
+def parse_route(text: str) -> dict:
+    """`ip -j route get X` -> {"interface", "source", "type"}; a local route goes through lo."""
+    routes = json.loads(text or "[]")
+    if not routes:
+        return {}
+    r = routes[0]
+    return {"interface": r.get("dev"), "source": r.get("prefsrc"), "type": r.get("type", "unicast"),
+            "gateway": r.get("gateway")}
+
+
+def parse_getent(text: str) -> list[str]:
+    """`getent ahostsv4 NAME` -> the addresses, in order, without repeats."""
+    seen: list[str] = []
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] not in seen and _is_ip(parts[0]):
+            seen.append(parts[0])
+    return seen
+
+
+def _is_ip(s: str) -> bool:
+    try:
+        ipaddress.ip_address(s)
+        return True
+    except ValueError:
+        return False
+
+
+def is_loopback(addr: str) -> bool:
+    try:
+        return ipaddress.ip_address(addr).is_loopback
+    except ValueError:
+        return False
+
+
+ENV_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "CUDA_")
+
+
+def parse_env(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k.startswith(ENV_PREFIXES):
+            out[k] = v
+    return out
+
+
+# ---- GPUs ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GPU:
+    index: int
+    name: str
+    memory_total_mib: int | None
+    memory_used_mib: int | None
+    driver: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _num(s: str) -> int | None:
+    m = re.search(r"-?\d+(?:\.\d+)?", s)
+    return int(float(m.group())) if m else None
+
+
+def parse_nvidia_smi_csv(text: str) -> list[GPU]:
+    """`nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version --format=csv[,noheader][,nounits]`.
+
+    Accepts the header row and unit suffixes ("23028 MiB"), which the plain csv format has.
+    """
+    rows = [[c.strip() for c in line.split(",")] for line in text.splitlines() if line.strip()]
+    if not rows:
+        return []
+    cols = ["index", "name", "memory.total", "memory.used", "driver_version"]
+    if not rows[0][0].isdigit():  # a header: use its column names
+        cols = [re.sub(r"\s*\[.*\]$", "", c) for c in rows[0]]
+        rows = rows[1:]
+    gpus = []
+    for i, row in enumerate(rows):
+        d = dict(zip(cols, row))
+        gpus.append(GPU(
+            index=int(d["index"]) if d.get("index", "").isdigit() else i,
+            name=d.get("name", "?"),
+            memory_total_mib=_num(d.get("memory.total", "")),
+            memory_used_mib=_num(d.get("memory.used", "")),
+            driver=d.get("driver_version"),
+        ))
+    return gpus
+
+
+@dataclass(frozen=True)
+class NvidiaSmiTable:
+    driver: str | None
+    cuda: str | None
+    gpus: tuple[GPU, ...]
+
+
+_TABLE_HEAD = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)\s+CUDA Version:\s+(\S+)")
+_TABLE_GPU = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|")
+_TABLE_MEM = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
+
+
+def parse_nvidia_smi_table(text: str) -> NvidiaSmiTable:
+    """The plain `nvidia-smi` table (old and R550+ layouts): driver, CUDA version, GPUs and memory."""
+    driver = cuda = None
+    gpus: list[GPU] = []
+    pending: tuple[int, str] | None = None
+    for line in text.splitlines():
+        if m := _TABLE_HEAD.search(line):
+            driver, cuda = m.group(2), m.group(3)
+            continue
+        if m := _TABLE_GPU.match(line):
+            pending = (int(m.group(1)), m.group(2).strip())
+            continue
+        if pending and (m := _TABLE_MEM.search(line)):
+            gpus.append(GPU(pending[0], pending[1], int(m.group(2)), int(m.group(1)), driver))
+            pending = None
+    return NvidiaSmiTable(driver, cuda, tuple(gpus))
+
+
+@dataclass(frozen=True)
+class Topology:
+    gpus: tuple[str, ...]
+    nics: tuple[str, ...]  # real device names (the NIC legend resolved)
+    links: dict  # (row, col) -> "NV12", "PXB", ...
+
+
+def parse_nvidia_smi_topo(text: str) -> Topology:
+    """`nvidia-smi topo -m`: GPUs, NICs (NIC legend applied) and the connection matrix."""
+    lines = [l.rstrip() for l in text.splitlines() if l.strip() and not l.startswith("$")]
+    header_i = next(i for i, l in enumerate(lines) if re.match(r"^\s+GPU0\b", l))
+    header = re.split(r"\s{2,}|\t", lines[header_i].strip())
+    devices = [h for h in header if re.match(r"^(GPU\d+|NIC\d+|mlx\S+|ib\S+|eth\S+|bnxt\S+)$", h)]
+    legend = dict(re.findall(r"^\s*(NIC\d+):\s*(\S+)", text, re.M))
+    links = {}
+    for l in lines[header_i + 1:]:
+        parts = l.split()
+        if not parts or parts[0] not in devices:
+            if parts and parts[0].endswith(":"):
+                break
+            continue
+        row = parts[0]
+        for col, val in zip(devices, parts[1:1 + len(devices)]):
+            links[(legend.get(row, row), legend.get(col, col))] = val
+    gpus = tuple(d for d in devices if d.startswith("GPU"))
+    nics = tuple(legend.get(d, d) for d in devices if not d.startswith("GPU"))
+    return Topology(gpus, nics, links)
+
+
+# ---- InfiniBand / RoCE -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IBPort:
+    name: str  # device, e.g. mlx5_0
+    port: int
+    state: str  # ACTIVE, DOWN, INIT, ...
+    link_layer: str  # InfiniBand | Ethernet (RoCE)
+
+    @property
+    def active(self) -> bool:
+        return self.state == "ACTIVE"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def parse_ib_sysfs(text: str) -> list[IBPort]:
+    """Lines `mlx5_0 1 4: ACTIVE InfiniBand` from /sys/class/infiniband/*/ports/*/{state,link_layer}."""
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^(\S+)\s+(\d+)\s+\d+:\s*(\S+)\s+(\S+)", line)
+        if m:
+            out.append(IBPort(m.group(1), int(m.group(2)), m.group(3), m.group(4)))
+    return out
+
+
+def parse_ibv_devinfo(text: str) -> list[IBPort]:
+    out = []
+    dev = None
+    port = None
+    state = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("hca_id:"):
+            dev = line.split(":", 1)[1].strip()
+        elif line.startswith("port:") and dev:
+            port = int(line.split(":", 1)[1])
+            state = None
+        elif line.startswith("state:") and port is not None:
+            s = line.split(":", 1)[1].strip().split()[0]
+            state = s.replace("PORT_", "")
+        elif line.startswith("link_layer:") and port is not None and dev:
+            out.append(IBPort(dev, port, state or "UNKNOWN", line.split(":", 1)[1].strip()))
+            port = None
+    return out
+
+
+def parse_shm(text: str) -> int | None:
+    """`df -Pk /dev/shm` -> size in MiB."""
+    lines = text.strip().splitlines()
+    if len(lines) < 2:
+        return None
+    parts = lines[-1].split()
+    try:
+        return int(parts[1]) // 1024
+    except (IndexError, ValueError):
+        return None
+
+
+@dataclass
+class NodeFacts:
+    """Everything ddptui learned about one node, each with the command and output it came from."""
+
+    hostname: str | None = None
+    hostname_resolves_to: list[str] = field(default_factory=list)
+    interfaces: list[Interface] = field(default_factory=list)
+    route_to_master: dict = field(default_factory=dict)
+    gpus: list[GPU] = field(default_factory=list)
+    gpu_processes: list[str] = field(default_factory=list)
+    nvidia_smi: bool = False
+    cuda_driver: str | None = None
+    ib_devices: list[IBPort] = field(default_factory=list)
+    shm_mib: int | None = None
+    shell_env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # shell's, with the playbook's on top
+    software: dict = field(default_factory=dict)
+    predicted_transport: str | None = None
+    transport_reason: str = ""
+    nccl_interface: str | None = None
+    gloo_interface: str | None = None
+    port_listening: str | None = None
+    evidence: dict[str, tuple[str, str]] = field(default_factory=dict)  # section -> (command, output)
+
+    def to_json(self) -> dict:
+        return {
+            "hostname": self.hostname, "hostname_resolves_to": self.hostname_resolves_to,
+            "interfaces": [i.to_json() for i in self.interfaces], "route_to_master": self.route_to_master,
+            "gpus": [g.to_json() for g in self.gpus], "gpu_processes": self.gpu_processes,
+            "ib_devices": [p.to_json() for p in self.ib_devices], "predicted_transport": self.predicted_transport,
+            "transport_reason": self.transport_reason, "nccl_interface": self.nccl_interface,
+            "gloo_interface": self.gloo_interface, "shm_mib": self.shm_mib, "env": self.env,
+            "shell_env": self.shell_env, "software": self.software,
+        }

@@ -1,0 +1,433 @@
+"""Preflight: every node probed at once over its one connection; facts, checks and findings.
+
+Per node, two sessions: the probe script (in the node's own shell env, so we see what its shell
+sets) and the software probe (with the job's python and env, as the launch will see it). Then
+across nodes: a short-lived listener on the master's port, and a real TCP connect to it from
+every worker. Findings compare nodes with each other.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..diagnosis.model import Evidence, Finding, Fix
+from ..playbook.model import Playbook
+from ..transport.base import Transport
+from . import facts as F
+from .predict import gloo_interface, interface_of, nccl_interface, predicted_transport
+from .probe import CONNECT, LISTENER, parse_sections, probe_commands, probe_script
+from .software import PROBE, judge_software, parse_probe
+
+SHM_MIN_MIB = 1024
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    node: str
+    id: str
+    status: str  # pass, warn, fail, skip
+    summary: str
+    command: str = ""
+    output: str = ""
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "status": self.status, "summary": self.summary, "command": self.command,
+                "output": self.output}
+
+
+@dataclass
+class NodeTarget:
+    name: str
+    role: str
+    transport: Transport
+    python: str
+    env: dict[str, str]  # the playbook's env for this node (job + node)
+    nproc: int
+
+
+@dataclass
+class PreflightResult:
+    facts: dict[str, F.NodeFacts] = field(default_factory=dict)
+    checks: dict[str, list[CheckRow]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    backend: str = "gloo"
+    master_addr: str | None = None
+
+    def failed(self) -> list[CheckRow]:
+        return [c for rows in self.checks.values() for c in rows if c.status == "fail"]
+
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error" and f.state == "active"]
+
+
+def login_ping(host: str, timeout: float = 2.0) -> tuple[bool, str, str]:
+    cmd = ["ping", "-c", "1", "-W", str(int(max(1, timeout))), host]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 3)
+        return r.returncode == 0, " ".join(cmd), (r.stdout + r.stderr).strip()
+    except FileNotFoundError:
+        return False, " ".join(cmd), "ping is not installed on the login node"
+    except subprocess.TimeoutExpired:
+        return False, " ".join(cmd), "timed out"
+
+
+class Preflight:
+    def __init__(self, pb: Playbook, targets: list[NodeTarget], master_addr: str,
+                 on_check: Callable[[CheckRow], None], command_timeout: float = 60.0) -> None:
+        self.pb = pb
+        self.targets = targets
+        self.master_addr = master_addr
+        self.on_check = on_check
+        self.timeout = command_timeout
+        self.result = PreflightResult(master_addr=master_addr)
+        self._lock = threading.Lock()
+
+    def _check(self, row: CheckRow) -> None:
+        with self._lock:
+            self.result.checks.setdefault(row.node, []).append(row)
+        self.on_check(row)
+
+    # ---- per node ----------------------------------------------------------------------------
+    def _probe(self, t: NodeTarget) -> None:
+        is_master = t.role == "master"
+        remote_master = None if t.transport.kind == "local" else self.master_addr
+        cmds = probe_commands(remote_master, self.pb.job.master_port, is_master, not is_master)
+        res = t.transport.run([], shell=probe_script(cmds), timeout=self.timeout)
+        sec = parse_sections(res.stdout, cmds)
+        nf = F.NodeFacts()
+        for s in sec.values():
+            nf.evidence[s.name] = (s.command, s.output)
+        n = t.name
+
+        def ev(name: str) -> tuple[str, str]:
+            s = sec.get(name)
+            return (s.command, s.output) if s else ("", "")
+
+        if t.transport.kind != "local":
+            ok, cmd, out = login_ping(t.transport.address or n)
+            self._check(CheckRow(n, "ping", "pass" if ok else "warn",
+                                 "answers ping from the login node" if ok else "no ICMP answer from the login node (SSH works)",
+                                 cmd, out))
+        hs = sec.get("hostname")
+        nf.hostname = hs.output.strip() if hs and hs.ok else None
+        nf.hostname_resolves_to = F.parse_getent(sec["resolve"].output) if "resolve" in sec else []
+        loop = [a for a in nf.hostname_resolves_to if F.is_loopback(a)]
+        if not nf.hostname_resolves_to:
+            self._check(CheckRow(n, "hostname", "warn", f"{nf.hostname!r} does not resolve on the node", *ev("resolve")))
+        elif loop and t.transport.kind != "local":
+            self._check(CheckRow(n, "hostname", "warn", f"{nf.hostname} resolves to {loop[0]} (loopback)", *ev("resolve")))
+        else:
+            self._check(CheckRow(n, "hostname", "pass", f"{nf.hostname} → {', '.join(nf.hostname_resolves_to)}", *ev("resolve")))
+        try:
+            nf.interfaces = F.parse_ip_addr(sec["addr"].output) if "addr" in sec and sec["addr"].ok else []
+        except ValueError:
+            nf.interfaces = []
+        odd = [i.name for i in nf.interfaces if i.kind in ("docker", "virtual") and i.ipv4()]
+        self._check(CheckRow(n, "interfaces", "pass" if nf.interfaces else "fail",
+                             ", ".join(f"{i.name} {','.join(i.ipv4()) or '-'}" for i in nf.interfaces if i.up)
+                             + (f"; docker/virtual: {', '.join(odd)}" if odd else ""), *ev("addr")))
+        if "route" in sec:
+            try:
+                nf.route_to_master = F.parse_route(sec["route"].output) if sec["route"].ok else {}
+            except ValueError:
+                nf.route_to_master = {}
+            r = nf.route_to_master
+            if r.get("type") == "local":  # the master itself: the interface that holds the address
+                r = {**r, "interface": interface_of(nf.interfaces, self.master_addr) or r.get("interface"),
+                     "source": self.master_addr}
+                nf.route_to_master = r
+            self._check(CheckRow(n, "route", "pass" if r else "fail",
+                                 f"to {self.master_addr} via {r.get('interface')} from {r.get('source')}" if r
+                                 else f"no route to the master {self.master_addr}", *ev("route")))
+        nf.shell_env = F.parse_env(sec["env"].output) if "env" in sec else {}
+        nf.env = {**nf.shell_env, **{k: v for k, v in t.env.items() if k.startswith(F.ENV_PREFIXES)}}
+        set_by_shell = {k: v for k, v in nf.shell_env.items() if t.env.get(k, v) == v and k not in t.env}
+        self._check(CheckRow(n, "env", "pass",
+                             ("shell sets " + ", ".join(f"{k}={v}" for k, v in sorted(set_by_shell.items()))
+                              if set_by_shell else "the shell sets no NCCL_/GLOO_/TORCH_/CUDA_ variables"), *ev("env")))
+        # GPUs
+        smi = sec.get("nvidia-smi")
+        nf.nvidia_smi = bool(smi and smi.rc == 0)
+        if nf.nvidia_smi:
+            nf.gpus = F.parse_nvidia_smi_csv(smi.output)
+            table = sec.get("nvidia-smi-table")
+            if table and table.ok:
+                nf.cuda_driver = F.parse_nvidia_smi_table(table.output).cuda
+            apps = sec.get("gpu-apps")
+            nf.gpu_processes = [l.strip() for l in apps.output.splitlines() if l.strip()] if apps and apps.ok else []
+        # InfiniBand / RoCE
+        ports = F.parse_ib_sysfs(sec["ib-sysfs"].output) if "ib-sysfs" in sec else []
+        if not ports and "ibv_devinfo" in sec and sec["ibv_devinfo"].ok:
+            ports = F.parse_ibv_devinfo(sec["ibv_devinfo"].output)
+        nf.ib_devices = ports
+        nf.predicted_transport, nf.transport_reason = predicted_transport(ports, nf.env)
+        ib_ev = ev("ib-sysfs") if F.parse_ib_sysfs(sec.get("ib-sysfs").output if "ib-sysfs" in sec else "") else ev("ibv_devinfo")
+        self._check(CheckRow(n, "ib", "pass",
+                             (", ".join(f"{p.name}:{p.port} {p.state} {p.link_layer}" for p in ports) or "no IB/RoCE device")
+                             + f" → NET/{nf.predicted_transport} ({nf.transport_reason})", *ib_ev))
+        nf.nccl_interface, why_nccl = nccl_interface(nf.interfaces, nf.env)
+        nf.gloo_interface, why_gloo = gloo_interface(nf.interfaces, nf.env, nf.hostname_resolves_to)
+        nf.shm_mib = F.parse_shm(sec["shm"].output) if "shm" in sec else None
+        if nf.shm_mib is not None:
+            small = nf.shm_mib < SHM_MIN_MIB and t.nproc > 1
+            self._check(CheckRow(n, "shm", "warn" if small else "pass", f"/dev/shm {nf.shm_mib} MiB", *ev("shm")))
+        if is_master and "port" in sec:
+            nf.port_listening = sec["port"].output.strip() or None
+        if "ping-master" in sec:
+            s = sec["ping-master"]
+            self._check(CheckRow(n, "ping-master", "pass" if s.ok else "warn",
+                                 f"{'answers' if s.ok else 'no answer to'} ping to the master {self.master_addr}", s.command, s.output))
+        self._software(t, nf)
+        with self._lock:
+            self.result.facts[n] = nf
+        nf.evidence["nccl-interface"] = ("", why_nccl)
+        nf.evidence["gloo-interface"] = ("", why_gloo)
+
+    def _software(self, t: NodeTarget, nf: F.NodeFacts) -> None:
+        r = t.transport.run([t.python, "-c", PROBE], env=t.env, timeout=self.timeout)
+        info = parse_probe(r.stdout)
+        nf.software = {k: info.get(k) for k in ("python", "torch", "cuda", "nccl", "gloo", "nccl_available",
+                                                 "cuda_available", "gpus", "executable", "torch_error")}
+        nf.evidence["software"] = (f"{t.python} -c <software probe>", (r.stdout + r.stderr).strip())
+
+    # ---- across nodes -------------------------------------------------------------------------
+    def _port_check(self) -> None:
+        master = next(t for t in self.targets if t.role == "master")
+        workers = [t for t in self.targets if t.role != "master" and t.name in self.result.facts]
+        port = self.pb.job.master_port
+        wait = 8.0
+        listen: dict = {}
+
+        def listener() -> None:
+            listen["r"] = master.transport.run([master.python, "-c", LISTENER, str(port), str(len(workers)), str(wait)],
+                                               timeout=wait + 10)
+
+        th = threading.Thread(target=listener, daemon=True)
+        th.start()
+        results = {}
+        if workers:
+            with ThreadPoolExecutor(len(workers)) as pool:
+                futs = {w.name: pool.submit(w.transport.run, [w.python, "-c", CONNECT, self.master_addr, str(port), "4"],
+                                            timeout=20) for w in workers}
+                results = {n: f.result() for n, f in futs.items()}
+        th.join(wait + 12)
+        lr = listen.get("r")
+        lout = (lr.stdout + lr.stderr).strip() if lr else "(no answer)"
+        lcmd = f"{master.python} -c <listener on :{port}>"
+        if lr is not None and "bind-failed" in lr.stdout:
+            self._check(CheckRow(master.name, "master-port", "fail", f"port {port} is already in use on the master", lcmd, lout))
+            nf = self.result.facts.get(master.name)
+            self.result.findings.append(Finding(
+                "port-in-use", "error", [master.name], f"master_port {port} is already taken on {master.name}",
+                [Evidence(master.name, 0, lout, lcmd)] + ([Evidence(master.name, 0, nf.port_listening, "ss -Hltn")]
+                                                          if nf and nf.port_listening else []),
+                "torchrun's TCPStore cannot listen there (EADDRINUSE), and the workers would hang.",
+                Fix(scope="manual", explain=f"stop what listens on {port} on {master.name}, or set job.master_port "
+                                            "to a free port")))
+            return
+        self._check(CheckRow(master.name, "master-port", "pass", f"port {port} is free; a test listener opened", lcmd, lout))
+        blocked = []
+        for w in workers:
+            r = results.get(w.name)
+            out = (r.stdout + r.stderr).strip() if r else ""
+            ok = r is not None and r.rc == 0
+            cmd = f"{w.python} -c <connect {self.master_addr}:{port}>"
+            self._check(CheckRow(w.name, "master-reachable", "pass" if ok else "fail",
+                                 f"TCP {self.master_addr}:{port} " + ("connects" if ok else f"fails: {out}"), cmd, out))
+            if not ok:
+                blocked.append(Evidence(w.name, 0, out or "no answer", cmd))
+        if blocked:
+            self.result.findings.append(Finding(
+                "firewall-or-unreachable", "error", [master.name] + [e.node for e in blocked],
+                f"{', '.join(e.node for e in blocked)} cannot open a TCP connection to {self.master_addr}:{port}",
+                blocked + [Evidence(master.name, 0, lout, lcmd)],
+                "A listener was open on the master's port, yet the workers' connections did not arrive: a firewall "
+                "drops them or there is no route. torchrun would wait out its rendezvous timeout in silence.",
+                Fix(scope="manual", explain=f"open TCP {port} (and NCCL's/Gloo's ephemeral ports) between the nodes, "
+                                            f"or pick master_addr on an interface the workers can reach")))
+
+    def run(self) -> PreflightResult:
+        with ThreadPoolExecutor(max(1, len(self.targets))) as pool:
+            futs = {t.name: pool.submit(self._probe, t) for t in self.targets}
+            for n, f in futs.items():
+                try:
+                    f.result()
+                except Exception as e:  # one node's failure never hides the others'
+                    self._check(CheckRow(n, "probe", "fail", f"the probe failed: {getattr(e, 'reason', e)}"))
+        self.result.backend = self._backend()
+        self._judge_nodes()
+        if self.master_addr and any(t.role == "master" and t.name in self.result.facts for t in self.targets):
+            self._port_check()
+        self._cross_node()
+        return self.result
+
+    def _backend(self) -> str:
+        b = self.pb.job.backend
+        if b != "auto":
+            return b
+        fs = self.result.facts.values()
+        return "nccl" if fs and all(f.gpus for f in fs) else "gloo"
+
+    def _judge_nodes(self) -> None:
+        backend = self.result.backend
+        for t in self.targets:
+            nf = self.result.facts.get(t.name)
+            if nf is None:
+                continue
+            n = t.name
+            cmd, out = nf.evidence.get("nvidia-smi", ("", ""))
+            if not nf.nvidia_smi:
+                self._check(CheckRow(n, "gpus", "fail" if backend == "nccl" else "skip",
+                                     "no NVIDIA GPU (no nvidia-smi)" + (": nccl needs one per process" if backend == "nccl" else
+                                                                        ": fine for a gloo job"), cmd, out))
+            else:
+                used = [g for g in nf.gpus if (g.memory_used_mib or 0) > 500]
+                status = "pass"
+                summary = f"{len(nf.gpus)} × {nf.gpus[0].name if nf.gpus else '?'}, {t.nproc} needed"
+                if nf.gpus and len(nf.gpus) < t.nproc and backend == "nccl":
+                    status = "fail"
+                if used or nf.gpu_processes:
+                    status = "warn" if status == "pass" else status
+                    summary += f"; already in use: {len(nf.gpu_processes) or len(used)} process(es)"
+                self._check(CheckRow(n, "gpus", status, summary, cmd, out))
+                if nf.gpus and len(nf.gpus) < t.nproc and backend == "nccl":
+                    self.result.findings.append(Finding(
+                        "gpu-count-short", "error", [n], f"{n} has {len(nf.gpus)} GPUs, nproc_per_node is {t.nproc}",
+                        [Evidence(n, 0, out.splitlines()[-1] if out else "", cmd)],
+                        "NCCL needs one GPU per process; extra ranks would share a GPU and fail with 'Duplicate GPU detected'.",
+                        Fix(scope="manual", explain=f"set nproc_per_node to {len(nf.gpus)} for {n}")))
+            for v in judge_software(_probe_view(nf.software), backend, t.nproc):
+                if v.check == "backend" and backend == "nccl" and not nf.nvidia_smi:
+                    continue  # already said by the gpus check
+                c, o = nf.evidence.get("software", ("", ""))
+                self._check(CheckRow(n, v.check, v.status, v.summary, c, o))
+            if nf.shm_mib is not None and nf.shm_mib < SHM_MIN_MIB and t.nproc > 1:
+                c, o = nf.evidence.get("shm", ("", ""))
+                self.result.findings.append(Finding(
+                    "shm-too-small", "warning", [n], f"/dev/shm on {n} is {nf.shm_mib} MiB",
+                    [Evidence(n, 0, o.splitlines()[-1] if o else "", c)],
+                    "NCCL and DataLoader workers use /dev/shm; a small one (Docker's 64 MiB default) fails with "
+                    "'No space left on device' or a bus error.",
+                    Fix(scope="manual", explain="give the container more shared memory (docker --shm-size=8g, or a "
+                                                "memory-backed emptyDir on Kubernetes)")))
+            self._loopback(t, nf)
+            self._interfaces(t, nf)
+
+    def _loopback(self, t: NodeTarget, nf: F.NodeFacts) -> None:
+        if t.transport.kind == "local" or len(self.targets) == 1:
+            return
+        loop = [a for a in nf.hostname_resolves_to if F.is_loopback(a)]
+        if not loop:
+            return
+        route_if = nf.route_to_master.get("interface")
+        gloo_named = "GLOO_SOCKET_IFNAME" in nf.env
+        sev = "error" if self.result.backend == "gloo" and not gloo_named else "warning"
+        c, o = nf.evidence.get("resolve", ("", ""))
+        env = {"GLOO_SOCKET_IFNAME": route_if} if route_if else {}
+        if self.result.backend == "nccl" and route_if:
+            env["NCCL_SOCKET_IFNAME"] = route_if
+        self.result.findings.append(Finding(
+            "loopback-hostname", sev, [t.name], f"{nf.hostname} resolves to {loop[0]} on {t.name}",
+            [Evidence(t.name, 0, o.splitlines()[0] if o else loop[0], c)],
+            "Gloo (and torch's store for other hosts) binds to the address the hostname resolves to. "
+            f"On {t.name} that is a loopback address, so the other nodes would be told to connect to "
+            f"{loop[0]}: 'Connection refused' or a timeout.",
+            Fix(env=env, scope="nodes", per_node={t.name: env},
+                explain=(f"name the interface that routes to the master ({route_if}); better still, make "
+                         f"{nf.hostname} resolve to its real address in /etc/hosts on {t.name}") if route_if
+                else f"make {nf.hostname} resolve to its real address in /etc/hosts")))
+
+    def _interfaces(self, t: NodeTarget, nf: F.NodeFacts) -> None:
+        route_if = nf.route_to_master.get("interface")
+        if not route_if or len(self.targets) == 1:
+            return
+        backend = self.result.backend
+        for var, chosen, why_key in (("NCCL_SOCKET_IFNAME", nf.nccl_interface, "nccl-interface"),
+                                     ("GLOO_SOCKET_IFNAME", nf.gloo_interface, "gloo-interface")):
+            if (var.startswith("NCCL") and backend != "nccl") or (var.startswith("GLOO") and backend != "gloo"):
+                continue
+            why = nf.evidence.get(why_key, ("", ""))[1]
+            if var in nf.env and chosen is None:
+                c, o = nf.evidence.get("addr", ("", ""))
+                self.result.findings.append(Finding(
+                    "bad-socket-ifname", "error", [t.name], f"{var}={nf.env[var]} names no usable interface on {t.name}",
+                    [Evidence(t.name, 0, why, c)],
+                    f"{'NCCL' if var.startswith('NCCL') else 'Gloo'} will fail at init: it cannot find an address for that name.",
+                    Fix(env={var: route_if}, scope="nodes", per_node={t.name: {var: route_if}},
+                        explain=f"{route_if} is the interface that routes to the master on {t.name}")))
+                continue
+            if var.startswith("GLOO") and var not in nf.env and any(F.is_loopback(a) for a in nf.hostname_resolves_to):
+                continue  # loopback-hostname says it
+            if chosen and chosen != route_if:
+                c, o = nf.evidence.get("route", ("", ""))
+                self.result.findings.append(Finding(
+                    "wrong-interface", "error" if chosen == "lo" else "warning", [t.name],
+                    f"{t.name}: {'NCCL' if var.startswith('NCCL') else 'Gloo'} would use {chosen}, but the master is "
+                    f"reached through {route_if}",
+                    [Evidence(t.name, 0, f"{why} → {chosen}", ""), Evidence(t.name, 0, o.strip(), c)],
+                    f"Traffic meant for the other nodes would go out of {chosen}, which does not reach them: "
+                    "connection refused, 'No route to host' or a hang at init.",
+                    Fix(env={var: route_if}, scope="nodes", per_node={t.name: {var: route_if}},
+                        explain=f"pin {var} to {route_if} on {t.name} (a prefix: it also matches {route_if}.N VLANs; "
+                                f"write ={route_if} for that name only)")))
+
+    def _cross_node(self) -> None:
+        fs = {t.name: self.result.facts[t.name] for t in self.targets if t.name in self.result.facts}
+        if len(fs) < 2:
+            return
+        if self.result.backend == "nccl":
+            kinds = {n: f.predicted_transport for n, f in fs.items()}
+            if len(set(kinds.values())) > 1:
+                ib = [n for n, k in kinds.items() if k == "IB"]
+                sock = [n for n, k in kinds.items() if k == "Socket"]
+                ev = [Evidence(n, 0, f"NET/{kinds[n]}: {f.transport_reason}", "ib-sysfs / ibv_devinfo / env")
+                      for n, f in fs.items()]
+                disabled_somewhere = [n for n in sock if fs[n].env.get("NCCL_IB_DISABLE", "").lower() in ("1", "true")]
+                alternatives = ["NCCL_IB_DISABLE=1 on every node: all traffic over TCP sockets — always works, "
+                                "but slower than InfiniBand (often several times)"]
+                if disabled_somewhere:
+                    alternatives.insert(0, f"remove NCCL_IB_DISABLE from {', '.join(disabled_somewhere)}'s shell init "
+                                           "so every node uses IB: the fast choice, if their ports are ACTIVE")
+                self.result.findings.append(Finding(
+                    "ib-socket-mismatch", "error", list(fs),
+                    f"{', '.join(ib)} will use NET/IB, {', '.join(sock)} NET/Socket",
+                    ev,
+                    "NCCL picks its network transport on each node by itself. When some nodes pick InfiniBand and "
+                    "others TCP sockets, the first inter-node collective fails ('wrong type' / 'Connection closed by "
+                    "remote peer') or hangs until the watchdog fires.",
+                    Fix(env={"NCCL_IB_DISABLE": "1"}, scope="all-nodes",
+                        explain="the same NCCL_IB_DISABLE on every node; 1 makes all nodes use TCP sockets "
+                                "(slower than IB, but consistent)", alternatives=tuple(alternatives))))
+        vers = {n: (f.software.get("torch"), f.software.get("nccl"), f.software.get("cuda")) for n, f in fs.items()
+                if f.software.get("torch")}
+        if len(set(vers.values())) > 1:
+            self.result.findings.append(Finding(
+                "nccl-version-mismatch", "error" if self.result.backend == "nccl" else "warning", list(vers),
+                "torch / NCCL / CUDA differ: " + "; ".join(f"{n} torch {v[0]} nccl {v[1]} cuda {v[2]}" for n, v in vers.items()),
+                [Evidence(n, 0, f"torch {v[0]} nccl {v[1]} cuda {v[2]}", "software probe") for n, v in vers.items()],
+                "Different NCCL versions on the nodes of one job can fail at init or corrupt collectives.",
+                Fix(scope="manual", explain="use the same environment (one shared venv, or the same image) on every node")))
+        nprocs = {t.name: t.nproc for t in self.targets}
+        if len(set(nprocs.values())) > 1:
+            self.result.findings.append(Finding(
+                "nproc-mismatch", "warning", list(nprocs),
+                "nproc_per_node differs: " + ", ".join(f"{n}={p}" for n, p in nprocs.items()),
+                [Evidence(n, 0, f"nproc_per_node={p}", "playbook") for n, p in nprocs.items()],
+                "torchrun does not fail on this: the world size silently becomes the sum.",
+                Fix(scope="manual", explain="give every node the same nproc_per_node, unless you mean it")))
+
+
+def _probe_view(software: dict) -> dict:
+    """The software dict in the shape judge_software reads."""
+    if not software or not software.get("python"):
+        return {}
+    d = dict(software)
+    d.setdefault("executable", software.get("executable") or "?")
+    if not d.get("torch"):
+        d.pop("torch", None)
+        d["torch_error"] = d.get("torch_error") or "not importable"
+    return d

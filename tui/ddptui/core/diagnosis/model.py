@@ -1,0 +1,54 @@
+"""The finding model: one cause, its evidence on each node, a fix, and a state."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    node: str
+    line: int  # 1-based line in that node's log or in the command's output; 0: a fact, not a line
+    text: str
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class Fix:
+    """An env change with a scope, and its cost in words."""
+
+    env: dict[str, str] = field(default_factory=dict)  # for scope all-nodes
+    scope: str = "all-nodes"  # all-nodes | nodes | manual
+    per_node: dict[str, dict[str, str]] = field(default_factory=dict)  # for scope nodes
+    explain: str = ""
+    alternatives: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"env": self.env, "scope": self.scope, "explain": self.explain}
+        if self.per_node:
+            d["per_node"] = self.per_node
+        if self.alternatives:
+            d["alternatives"] = list(self.alternatives)
+        return d
+
+
+@dataclass
+class Finding:
+    id: str
+    severity: str
+    nodes: list[str]
+    summary: str
+    evidence: list[Evidence] = field(default_factory=list)
+    explanation: str = ""
+    fix: Fix | None = None
+    state: str = "active"  # active | resolved
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "severity": self.severity, "nodes": list(self.nodes), "summary": self.summary,
+            "evidence": [asdict(e) for e in self.evidence], "explanation": self.explanation,
+            "fix": self.fix.to_json() if self.fix else None, "state": self.state,
+        }
