@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static
+from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static, TabbedContent, TabPane
 
 from ..core import events as E
 from ..core.errors import PlaybookError
@@ -19,7 +19,9 @@ from ..core.playbook.loader import PlaybookEntry, load_playbook
 from ..core.playbook.model import Playbook
 from ..core.runbook import Runbook
 from .bridge import EventBridge
-from .widgets import NodePane, StepTable
+from ..core.diagnosis.model import Fix
+from ..core.fixes import apply_fix, diff, save_revision
+from .widgets import SEVERITY_STYLE, CheckMatrix, NodePane, StepTable, evidence_text, finding_text
 
 PANE_MAX_LINES = 5000
 
@@ -153,6 +155,36 @@ class HostKeyScreen(ModalScreen[bool]):
         self.dismiss(ev.button.id == "yes")
 
 
+class FixScreen(ModalScreen[bool]):
+    """A finding's fix as a diff of the playbook; saved (as a new revision) only if the user says so."""
+
+    BINDINGS = [Binding("escape", "dismiss(False)", "Cancel")]
+
+    def __init__(self, finding: dict, patch: str, path: Path | None) -> None:
+        super().__init__()
+        self.finding, self.patch, self.path = finding, patch, path
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Static as _S
+
+        with Vertical(id="dialog", classes="wide"):
+            yield Label(f"Fix {self.finding['id']}: {self.finding['summary']}", id="dialog-title")
+            yield Label(self.finding["fix"].get("explain", ""))
+            t = Text()
+            for line in self.patch.splitlines():
+                style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim" if line.startswith("@") else ""
+                t.append(line + "\n", style=style)
+            with VerticalScroll(id="diff-box"):
+                yield _S(t, id="diff")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Save as a new revision", variant="success", id="save", disabled=self.path is None)
+                yield Button("Cancel", variant="primary", id="cancel")
+
+    @on(Button.Pressed)
+    def _pressed(self, ev: Button.Pressed) -> None:
+        self.dismiss(ev.button.id == "save")
+
+
 class PassphraseScreen(ModalScreen[str | None]):
     """A key file needs its passphrase: asked here, kept in memory for this connection only."""
 
@@ -192,6 +224,10 @@ class PlaybookScreen(Screen):
         Binding("a", "run_all", "Run all from here"),
         Binding("x", "stop_job", "Stop job"),
         Binding("c", "copy_command", "Copy command"),
+        Binding("f", "fix", "Fix…"),
+        Binding("1", "tab('tab-logs')", "Logs", show=False),
+        Binding("2", "tab('tab-checks')", "Checks", show=False),
+        Binding("3", "tab('tab-findings')", "Findings", show=False),
         Binding("tab", "focus_next", "Focus", show=False),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -207,6 +243,8 @@ class PlaybookScreen(Screen):
         self.commands: dict[str, str] = {}
         self.busy = threading.Event()
         self.history: list[tuple[str, str]] = []  # (step, state) as the UI saw them: tests read it
+        self.findings: list[dict] = []
+        self.saved_revisions: list[Path] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -215,11 +253,21 @@ class PlaybookScreen(Screen):
                 yield Static(self._title(), id="pb-title")
                 yield StepTable(self.pb.steps, id="steps")
                 yield Static("", id="step-detail")
-            panes = Grid(id="panes") if len(self.pb.nodes) <= 4 else VerticalScroll(id="panes")
-            with panes:
-                for n in self.pb.ordered_nodes():
-                    role = "master" if n.name == self.pb.master else "worker"
-                    yield NodePane(n.name, role, PANE_MAX_LINES, id=f"pane-{_css_id(n.name)}")
+            with TabbedContent(id="right", initial="tab-logs"):
+                with TabPane("Logs", id="tab-logs"):
+                    panes = Grid(id="panes") if len(self.pb.nodes) <= 4 else VerticalScroll(id="panes")
+                    with panes:
+                        for n in self.pb.ordered_nodes():
+                            role = "master" if n.name == self.pb.master else "worker"
+                            yield NodePane(n.name, role, PANE_MAX_LINES, id=f"pane-{_css_id(n.name)}")
+                with TabPane("Checks", id="tab-checks"):
+                    yield CheckMatrix([n.name for n in self.pb.ordered_nodes()], id="matrix")
+                    with VerticalScroll(id="evidence-box"):
+                        yield Static("select a cell to see the command and its output", id="evidence")
+                with TabPane("Findings", id="tab-findings"):
+                    yield DataTable(cursor_type="row", id="findings")
+                    with VerticalScroll(id="finding-box"):
+                        yield Static("no findings", id="finding-detail")
         yield Static("", id="status")
         yield Footer()
 
@@ -237,6 +285,11 @@ class PlaybookScreen(Screen):
         if isinstance(grid, Grid):
             grid.styles.grid_size_columns = 1 if n == 1 else 2
         self.query_one(StepTable).focus()
+        ft = self.query_one("#findings", DataTable)
+        ft.add_column("severity", key="severity")
+        ft.add_column("id", key="id")
+        ft.add_column("nodes", key="nodes")
+        ft.add_column("summary", key="summary")
         self.set_interval(1 / 30, self._drain)
         self.set_interval(1.0, self._tick)
         if self.start_step:
@@ -263,6 +316,16 @@ class PlaybookScreen(Screen):
         if isinstance(ev, E.StepChanged):
             steps.set_state(ev.step, ev.state, ev.message)
             self.history.append((ev.step, ev.state))
+            kind = self.runbook.step(ev.step).kind
+            if ev.state == "running" and kind == "check":
+                self.query_one(CheckMatrix).reset()
+                self.action_tab("tab-checks")
+            elif ev.state in ("passed", "failed") and kind == "check":
+                self.query_one(CheckMatrix).finish()
+                if any(f["severity"] == "error" for f in self.findings):
+                    self.action_tab("tab-findings")
+            elif ev.state == "running" and kind.startswith("launch"):
+                self.action_tab("tab-logs")
             if ev.state == "failed":
                 self.query_one("#step-detail", Static).update(Text(f"{ev.step} failed:\n{ev.message}", style="red"))
             elif ev.state in ("passed", "running"):
@@ -280,12 +343,74 @@ class PlaybookScreen(Screen):
             pane.log.write_line(f"$ {ev.command}")
             pane.refresh_header()
         elif isinstance(ev, E.CheckResult):
-            if ev.status != "pass":
-                self._pane(ev.node).log.write_line(f"check {ev.check}: {ev.status}: {ev.summary}")
+            self.query_one(CheckMatrix).set_result(ev)
+        elif isinstance(ev, E.FindingRaised):
+            self._add_finding(ev.finding)
         elif isinstance(ev, E.RunStarted):
             self.query_one("#status", Static).update(Text(f"run {ev.run_id} → {ev.run_dir}", style="dim"))
         elif isinstance(ev, E.Notice):
             self.notify(ev.text, severity="warning" if ev.level != "error" else "error")
+
+    def _add_finding(self, f: dict) -> None:
+        self.findings.insert(0, f)  # newest first
+        t = self.query_one("#findings", DataTable)
+        t.clear()
+        for x in self.findings:
+            t.add_row(Text(x["severity"], style=SEVERITY_STYLE.get(x["severity"], "")), x["id"],
+                      ", ".join(x["nodes"]), x["summary"])
+        counts = {s: sum(1 for x in self.findings if x["severity"] == s) for s in ("error", "warning", "info")}
+        label = "Findings " + " ".join(f"{n}{s[0].upper()}" for s, n in counts.items() if n)
+        self.query_one(TabbedContent).get_tab("tab-findings").label = label
+        self._show_finding(0)
+
+    def _show_finding(self, i: int) -> None:
+        if 0 <= i < len(self.findings):
+            self.query_one("#finding-detail", Static).update(finding_text(self.findings[i]))
+
+    @on(DataTable.RowHighlighted, "#findings")
+    def _finding_hl(self, ev: DataTable.RowHighlighted) -> None:
+        self._show_finding(ev.cursor_row)
+
+    @on(DataTable.CellHighlighted, "#matrix")
+    def _cell_hl(self, ev: DataTable.CellHighlighted) -> None:
+        r = self.query_one(CheckMatrix).selected()
+        if r is not None:
+            self.query_one("#evidence", Static).update(evidence_text(r))
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_fix(self) -> None:
+        if not self.findings:
+            self.notify("no findings to fix")
+            return
+        t = self.query_one("#findings", DataTable)
+        f = self.findings[min(max(t.cursor_row, 0), len(self.findings) - 1)]
+        fx = f.get("fix")
+        if not fx or fx.get("scope") == "manual":
+            self.notify(f"{f['id']}: {fx.get('explain') if fx else 'no fix known'}", timeout=10)
+            return
+        fix = Fix(env=fx.get("env") or {}, scope=fx["scope"], per_node=fx.get("per_node") or {},
+                  explain=fx.get("explain", ""))
+        old = self.pb.source
+        try:
+            new = apply_fix(old, fix)
+        except Exception as e:  # the YAML could not be edited: say so, change nothing
+            self.notify(f"cannot apply the fix to the playbook: {e}", severity="error")
+            return
+        name = self.pb.path.name if self.pb.path else "playbook.yaml"
+
+        def answered(save: bool | None) -> None:
+            if save and self.pb.path is not None:
+                self._save_fixed(new)
+
+        self.app.push_screen(FixScreen(f, diff(old, new, name), self.pb.path), answered)
+
+    @work(thread=True, group="save")
+    def _save_fixed(self, text: str) -> None:
+        path = save_revision(self.pb.path, text)  # file I/O: off the UI thread
+        self.app.call_from_thread(self.notify, f"saved {path} (the original is kept)", timeout=8)
+        self.saved_revisions.append(path)
 
     def _tick(self) -> None:
         for pane in self.query(NodePane):

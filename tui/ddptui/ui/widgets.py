@@ -129,3 +129,94 @@ class NodePane(Vertical):
         at_bottom = log.scroll_offset.y >= log.max_scroll_y - 1
         log.write_lines(lines, scroll_end=at_bottom)
         self.total_lines += received
+
+
+CHECK_COLUMNS = ("ping", "hostname", "interfaces", "route", "env", "ib", "shm", "gpus", "python", "torch",
+                 "backend", "master-port", "master-reachable", "ping-master", "script", "probe")
+CHECK_STYLE = {"pass": ("✓", "green"), "warn": ("!", "bold yellow"), "fail": ("✗", "bold red"),
+               "skip": ("–", "dim"), "running": ("…", "yellow")}
+SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
+
+
+class CheckMatrix(DataTable):
+    """Nodes × checks, filled in live as each node's results arrive."""
+
+    def __init__(self, nodes: list[str], **kw) -> None:
+        super().__init__(cursor_type="cell", **kw)
+        self.nodes = nodes
+        self.results: dict[tuple[str, str], object] = {}
+
+    def on_mount(self) -> None:
+        self.add_column("node", key="node")
+        for c in CHECK_COLUMNS:
+            self.add_column(c, key=c)
+        for n in self.nodes:
+            self.add_row(Text(n, style="bold"), *[Text("·", style="dim") for _ in CHECK_COLUMNS], key=n)
+
+    def reset(self) -> None:
+        self.results.clear()
+        for n in self.nodes:
+            for c in CHECK_COLUMNS:
+                self.update_cell(n, c, Text("…", style="yellow"))
+
+    def set_result(self, ev) -> None:
+        col = ev.check if ev.check in CHECK_COLUMNS else "probe"
+        self.results[(ev.node, col)] = ev
+        icon, style = CHECK_STYLE.get(ev.status, ("?", ""))
+        self.update_cell(ev.node, col, Text(icon, style=style))
+
+    def finish(self) -> None:
+        """Checks that did not report for a node (not applicable there) show as blank."""
+        for n in self.nodes:
+            for c in CHECK_COLUMNS:
+                if (n, c) not in self.results:
+                    self.update_cell(n, c, Text(" "))
+
+    def selected(self):
+        row, col = self.cursor_coordinate
+        if col == 0 or row >= len(self.nodes):
+            return None
+        return self.results.get((self.nodes[row], CHECK_COLUMNS[col - 1]))
+
+
+def evidence_text(ev) -> Text:
+    """A check's verdict, the command that produced it, and its output."""
+    icon, style = CHECK_STYLE.get(ev.status, ("?", ""))
+    t = Text()
+    t.append(f"{ev.node} · {ev.check}: ", style="bold")
+    t.append(f"{icon} {ev.status}", style=style)
+    t.append(f"  {ev.summary}\n")
+    if ev.command:
+        t.append("$ " + ev.command + "\n", style="cyan")
+    if ev.output:
+        out = ev.output if len(ev.output) < 6000 else ev.output[:6000] + "\n…"
+        t.append(out, style="")
+    return t
+
+
+def finding_text(f: dict) -> Text:
+    t = Text()
+    t.append(f"{f['id']}", style=SEVERITY_STYLE.get(f["severity"], "") + " underline")
+    t.append(f"  {f['severity']} · {', '.join(f['nodes'])} · {f['state']}\n", style="dim")
+    t.append(f["summary"] + "\n", style="bold")
+    if f.get("explanation"):
+        t.append(f["explanation"] + "\n")
+    if f.get("evidence"):
+        t.append("\nevidence\n", style="bold")
+        for e in f["evidence"]:
+            where = f"{e['node']}" + (f":{e['line']}" if e.get("line") else "")
+            t.append(f"  {where}  ", style="cyan")
+            t.append(f"{e['text']}\n")
+    fix = f.get("fix")
+    if fix:
+        t.append("\nfix ", style="bold green")
+        if fix.get("env"):
+            t.append(" ".join(f"{k}={v}" for k, v in fix["env"].items()) + f" ({fix['scope']})", style="green")
+        for node, env in (fix.get("per_node") or {}).items():
+            t.append(f" {node}: " + " ".join(f"{k}={v}" for k, v in env.items()), style="green")
+        t.append("\n" + fix.get("explain", "") + "\n")
+        for alt in fix.get("alternatives") or ():
+            t.append(f"  or: {alt}\n", style="dim")
+        if fix.get("scope") != "manual":
+            t.append("press f to preview this change to the playbook\n", style="dim italic")
+    return t

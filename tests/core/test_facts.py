@@ -1,0 +1,134 @@
+"""Parsers on real recorded output (tests/data/corpus, copied from users' public issues)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ddptui.core.checks import facts as F
+from ddptui.core.checks.predict import gloo_interface, matches, nccl_interface, predicted_transport
+from tests.conftest import DATA
+
+SMI = DATA / "corpus" / "nvidia-smi"
+
+
+def body(name: str) -> str:
+    """The recorded output without its `# ` header (the header is the test's answer, not input)."""
+    text = (SMI / name).read_text()
+    return "\n".join(l for l in text.splitlines() if not l.startswith("# ") and not l.startswith("$"))
+
+
+def test_nvidia_smi_table_r550_layout():
+    t = F.parse_nvidia_smi_table(body("01-table-v100-driver-580.txt"))
+    assert (t.driver, t.cuda) == ("580.126.09", "13.0")
+    assert [(g.index, g.name, g.memory_used_mib, g.memory_total_mib) for g in t.gpus] == [
+        (0, "Tesla V100-SXM2-16GB", 5, 16384), (1, "Tesla V100-SXM2-16GB", 5, 16384)]
+
+
+def test_nvidia_smi_csv_with_header_and_units():
+    gpus = F.parse_nvidia_smi_csv(body("07-query-gpu-csv-a10-loop.txt"))
+    assert len(gpus) == 5  # a -lms loop: five samples of one GPU
+    assert {g.memory_total_mib for g in gpus} == {23028} and gpus[0].memory_used_mib == 21
+
+
+def test_nvidia_smi_csv_noheader_nounits():
+    gpus = F.parse_nvidia_smi_csv("0, NVIDIA A100-SXM4-80GB, 81920, 3, 535.104.05\n1, NVIDIA A100-SXM4-80GB, 81920, 0, 535.104.05\n")
+    assert [(g.index, g.name, g.memory_total_mib, g.driver) for g in gpus] == [
+        (0, "NVIDIA A100-SXM4-80GB", 81920, "535.104.05"), (1, "NVIDIA A100-SXM4-80GB", 81920, "535.104.05")]
+
+
+def test_topology_4gpu_with_hcas():
+    t = F.parse_nvidia_smi_topo(body("03-topo-4gpu-nv4-mlx5.txt"))
+    assert t.gpus == ("GPU0", "GPU1", "GPU2", "GPU3") and t.nics == ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")
+    assert t.links[("GPU0", "GPU1")] == "NV4" and t.links[("GPU2", "mlx5_0")] == "SYS"
+    assert t.links[("mlx5_2", "mlx5_3")] == "PIX" and t.links[("GPU0", "mlx5_0")] == "NODE"
+
+
+def test_topology_8gpu_nic_legend():
+    t = F.parse_nvidia_smi_topo(body("06-topo-8xa100-nv12-17nics.txt"))
+    assert len(t.gpus) == 8 and len(t.nics) == 17
+    assert t.nics[0] == "mlx5_2" and t.nics[-1] == "mlx5_bond_0"
+    assert t.links[("GPU0", "GPU7")] == "NV12" and t.links[("GPU0", "mlx5_2")] == "PXB"
+    assert all(t.links[(g, "mlx5_bond_0")] == "SYS" for g in t.gpus)
+
+
+IP_ADDR = json.dumps([
+    {"ifname": "lo", "flags": ["LOOPBACK", "UP"], "operstate": "UNKNOWN", "link_type": "loopback",
+     "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8}]},
+    {"ifname": "docker0", "flags": ["UP"], "operstate": "UP", "link_type": "ether",
+     "addr_info": [{"family": "inet", "local": "172.17.0.1", "prefixlen": 16}]},
+    {"ifname": "eth0", "flags": ["UP"], "operstate": "UP", "link_type": "ether",
+     "addr_info": [{"family": "inet", "local": "10.0.0.2", "prefixlen": 24}]},
+    {"ifname": "ib0", "flags": ["UP"], "operstate": "UP", "link_type": "infiniband",
+     "addr_info": [{"family": "inet", "local": "192.168.10.2", "prefixlen": 24}]},
+    {"ifname": "eth1", "flags": ["BROADCAST"], "operstate": "DOWN", "link_type": "ether", "addr_info": []},
+])
+
+
+def test_ip_addr_kinds_and_order():
+    ifs = F.parse_ip_addr(IP_ADDR)
+    assert [(i.name, i.kind, i.up) for i in ifs] == [("lo", "loopback", True), ("docker0", "docker", True),
+                                                     ("eth0", "ethernet", True), ("ib0", "infiniband", True),
+                                                     ("eth1", "ethernet", False)]
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({}, "ib0"),  # NCCL prefers ib*
+    ({"NCCL_SOCKET_IFNAME": "eth"}, "eth0"),  # a prefix
+    ({"NCCL_SOCKET_IFNAME": "^ib,docker"}, "lo"),  # exclusions, in interface order: lo comes first
+    ({"NCCL_SOCKET_IFNAME": "^ib,docker,lo"}, "eth0"),
+    ({"NCCL_SOCKET_IFNAME": "=eth"}, None),  # exact: no interface is called "eth"
+    ({"NCCL_SOCKET_IFNAME": "=eth0"}, "eth0"),
+    ({"NCCL_SOCKET_IFNAME": "eth1"}, None),  # eth1 is down
+])
+def test_nccl_interface_rules(env, expected):
+    assert nccl_interface(F.parse_ip_addr(IP_ADDR), env)[0] == expected
+
+
+def test_nccl_skips_docker_and_lo_without_ib():
+    ifs = [i for i in F.parse_ip_addr(IP_ADDR) if i.name != "ib0"]
+    assert nccl_interface(ifs, {})[0] == "eth0"
+    assert nccl_interface([i for i in ifs if i.name in ("lo", "docker0")], {})[0] == "docker0"
+
+
+def test_gloo_interface():
+    ifs = F.parse_ip_addr(IP_ADDR)
+    assert gloo_interface(ifs, {}, ["10.0.0.2"])[0] == "eth0"
+    assert gloo_interface(ifs, {}, ["127.0.1.1"])[0] == "lo"
+    assert gloo_interface(ifs, {"GLOO_SOCKET_IFNAME": "ib0"}, ["127.0.1.1"])[0] == "ib0"
+    assert gloo_interface(ifs, {"GLOO_SOCKET_IFNAME": "ib9"}, ["10.0.0.2"])[0] is None
+
+
+def test_predicted_transport():
+    active = [F.IBPort("mlx5_0", 1, "ACTIVE", "InfiniBand")]
+    down = [F.IBPort("mlx5_0", 1, "DOWN", "InfiniBand")]
+    assert predicted_transport(active, {})[0] == "IB"
+    assert predicted_transport(active, {"NCCL_IB_DISABLE": "1"}) == ("Socket", "NCCL_IB_DISABLE=1")
+    assert predicted_transport(active, {"NCCL_IB_HCA": "mlx5_1"})[0] == "Socket"
+    assert predicted_transport(active, {"NCCL_IB_HCA": "=mlx5_0:1"})[0] == "IB"
+    assert predicted_transport(active, {"NCCL_NET": "Socket"})[0] == "Socket"
+    assert predicted_transport(down, {}) == ("Socket", "no InfiniBand/RoCE port is ACTIVE")
+    assert predicted_transport([], {}) == ("Socket", "no InfiniBand/RoCE device")
+    roce = [F.IBPort("mlx5_0", 1, "ACTIVE", "Ethernet")]
+    assert "RoCE" in predicted_transport(roce, {})[1]
+
+
+def test_matches():
+    assert matches("mlx5_0", "mlx5") and not matches("mlx5_0", "^mlx5") and matches("mlx4_0", "^mlx5")
+    assert matches("mlx5_0:1", "mlx5_0:1") and not matches("mlx5_10", "=mlx5_1")
+
+
+def test_ibv_devinfo_and_sysfs():
+    text = (DATA / "doubles" / "ib-active" / "ibv_devinfo").read_text().split("cat <<'OUT'\n")[1].split("OUT")[0]
+    assert F.parse_ibv_devinfo(text) == [F.IBPort("mlx5_0", 1, "ACTIVE", "InfiniBand")]
+    assert F.parse_ib_sysfs("mlx5_0 1 4: ACTIVE InfiniBand\nmlx5_1 1 1: DOWN Ethernet\n") == [
+        F.IBPort("mlx5_0", 1, "ACTIVE", "InfiniBand"), F.IBPort("mlx5_1", 1, "DOWN", "Ethernet")]
+
+
+def test_small_parsers():
+    assert F.parse_getent("127.0.1.1       STREAM node03\n127.0.1.1       DGRAM\n10.0.0.3 RAW\n") == ["127.0.1.1", "10.0.0.3"]
+    assert F.parse_shm("Filesystem 1024-blocks Used Available Capacity Mounted on\nshm 65536 0 65536 0% /dev/shm\n") == 64
+    assert F.parse_env("NCCL_DEBUG=INFO\nPATH=/bin\nGLOO_SOCKET_IFNAME=eth0\n") == {"NCCL_DEBUG": "INFO", "GLOO_SOCKET_IFNAME": "eth0"}
+    assert F.parse_route('[{"dst":"10.0.0.2","dev":"eth0","prefsrc":"10.0.0.3"}]') == {
+        "interface": "eth0", "source": "10.0.0.3", "type": "unicast", "gateway": None}
