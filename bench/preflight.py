@@ -1,0 +1,80 @@
+"""Preflight of 8 nodes (connect + every check) against pdsh running the same commands.
+
+    sudo .venv/bin/python -m bench.preflight      # needs pdsh (apt-get install pdsh)
+
+Both sides run the same probe script and the same software probe on every node; pdsh also
+connects with OpenSSH each time, as ddptui connects with paramiko once.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ddptui.core.checks.probe import probe_commands, probe_script
+from ddptui.core.checks.software import PROBE
+from ddptui.core.playbook.loader import load_playbook
+from ddptui.core.runbook import Runbook
+from ddptui.core.transport.factory import SSHSettings, make_factory
+from tests.cluster.netns import NodeOpts, down, missing_requirements, up
+
+NAMES = [f"node{i:02d}" for i in range(2, 10)]
+
+
+def ddptui_once(pb_path: Path, cfg: Path, runs: Path) -> float:
+    pb = load_playbook(pb_path)
+    t0 = time.perf_counter()
+    rb = Runbook(pb, lambda ev: None, runs, make_factory(SSHSettings(ssh_config=cfg)))
+    assert rb.run_step("connect") and rb.run_step("check"), rb.states
+    dt = time.perf_counter() - t0
+    rb.close()
+    return dt
+
+
+def pdsh_once(cfg: Path) -> float:
+    script = probe_script(probe_commands("10.213.0.2", 29570, False, True))
+    env = {**os.environ, "PDSH_RCMD_TYPE": "ssh", "PDSH_SSH_ARGS_APPEND": f"-F {cfg}"}
+    hosts = ",".join(NAMES)
+    t0 = time.perf_counter()
+    for cmd in (f"sh -c {shlex.quote(script)}", f"{shlex.quote(sys.executable)} -c {shlex.quote(PROBE)}"):
+        r = subprocess.run(["pdsh", "-w", hosts, cmd], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-500:]
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    why = missing_requirements() or (None if shutil.which("pdsh") else "pdsh is not installed")
+    if why:
+        print(f"skipped: {why}")
+        return 0
+    os.environ.pop("SSH_AUTH_SOCK", None)
+    cl = up([NodeOpts(n) for n in NAMES])
+    try:
+        tmp = Path(tempfile.mkdtemp())
+        pb = tmp / "bench.yaml"
+        pb.write_text(f"name: bench\nnodes: node[02-09]\njob:\n  script: builtin:smoke\n  master_port: 29570\n"
+                      f"  backend: gloo\n  python: {sys.executable}\n")
+        ddptui_once(pb, cl.ssh_config, tmp)
+        pdsh_once(cl.ssh_config)
+        reps = 5
+        d = [ddptui_once(pb, cl.ssh_config, tmp) for _ in range(reps)]
+        p = [pdsh_once(cl.ssh_config) for _ in range(reps)]
+        md, mp = statistics.median(d), statistics.median(p)
+        print(f"preflight of {len(NAMES)} nodes, median of {reps}, {os.cpu_count()} CPUs")
+        print(f"  ddptui connect + check (all facts, port test, findings) {md * 1000:8.1f} ms")
+        print(f"  pdsh, the same probe and software commands              {mp * 1000:8.1f} ms")
+        print(f"  ratio ddptui / pdsh: {md / mp:.2f}x")
+    finally:
+        down(cl)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

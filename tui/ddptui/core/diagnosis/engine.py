@@ -1,0 +1,300 @@
+"""The diagnosis engine: reads each node's lines as they stream, keeps per-node state, and raises
+findings as soon as the evidence is there, across nodes too.
+
+Incremental: `feed()` looks at each line once; nothing re-reads a log. Cheap on healthy lines: a
+line is matched against the rules only if it contains one of the rules' literal anchors (one
+combined regex search per line).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .model import Evidence, Finding, Fix
+from .rules import RULES, Rule
+
+try:  # the regex parser moved in 3.11; the old name warns
+    import re._parser as sre_parse  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse  # type: ignore[no-redef]
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+NCCL_HEAD = re.compile(r"(?:^|[\s:>\]])([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\]")
+MAX_EVIDENCE_PER_NODE = 5
+
+# Per-node state extractors: (name, regex). Values feed the cross-node rules.
+VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+NET_DEFINITE = re.compile(r"Using (?:network|internal Network) (IB|Socket)\b|via NET/(IB|Socket)/")
+NET_TENTATIVE = re.compile(r"NET/(IB|Socket) : Using \[")
+PLUGIN_EXTERNAL = re.compile(r"Plugin Path : (\S+)|Loaded net plugin (\S+)")
+PLUGIN_INTERNAL = re.compile(r"No plugin found \(libnccl-net\.so\)|Could not find: libnccl-net\.so|Failed to find ncclNetPlugin symbol")
+NRANKS = re.compile(r"rank (\d+) nRanks (\d+) nNodes (\d+)")
+
+
+def _literal(pattern: str) -> str | None:
+    """The longest literal run that every match of `pattern` must contain (None if there is none)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return None
+    best, cur = "", []
+    for op, av in parsed:
+        if op is sre_parse.LITERAL:
+            cur.append(chr(av))
+            continue
+        run = "".join(cur)
+        if len(run) > len(best):
+            best = run
+        cur = []
+    run = "".join(cur)
+    if len(run) > len(best):
+        best = run
+    return best if len(best) >= 4 else None
+
+
+@dataclass
+class NodeState:
+    name: str
+    lines: int = 0
+    hosts: set = field(default_factory=set)
+    seen: dict = field(default_factory=dict)  # pattern source -> (line, text), for `requires` and `absent`
+    version: dict = field(default_factory=dict)  # host -> (version, line, text)
+    transport: dict = field(default_factory=dict)  # host -> (kind, definite, line, text)
+    plugin: dict = field(default_factory=dict)  # host -> (value, line, text)
+    nnodes_seen: dict = field(default_factory=dict)  # host -> (nNodes, nRanks, line, text)
+    pending: dict = field(default_factory=dict)  # rule index -> [Evidence] waiting for `requires`
+
+
+class Engine:
+    """Feed it lines per node; read `findings`. `on_change(finding)` is called when one appears or changes."""
+
+    def __init__(self, rules: Iterable[Rule] = RULES, expected_nnodes: int | None = None,
+                 on_change: Callable[[Finding], None] | None = None) -> None:
+        self.rules = tuple(rules)
+        self.expected_nnodes = expected_nnodes
+        self.on_change = on_change
+        self.nodes: dict[str, NodeState] = {}
+        self._findings: dict[str, Finding] = {}  # id -> finding
+        self._resolved_nodes: dict[str, set] = {}
+        # anchors: literal -> [(rule index, pattern index, kind)], kind: "hit" | "req" | "res" | "abs"
+        entries: list[tuple[re.Pattern, int, str]] = []
+        for ri, r in enumerate(self.rules):
+            entries += [(p, ri, "hit") for p in r.compiled]
+            entries += [(re.compile(p), ri, "req") for p in r.requires]
+            entries += [(re.compile(p), ri, "res") for p in r.resolved_by]
+            entries += [(re.compile(p), ri, "abs") for p in r.absent]
+        self._always: list[tuple[re.Pattern, int, str]] = []
+        self._by_lit: dict[str, list[tuple[re.Pattern, int, str]]] = {}
+        for pat, ri, kind in entries:
+            lit = _literal(pat.pattern)
+            if lit is None:
+                self._always.append((pat, ri, kind))
+            else:
+                self._by_lit.setdefault(lit, []).append((pat, ri, kind))
+        state_lits = ["NCCL version", "Using network", "Using internal Network", "via NET/", "NET/IB : Using [",
+                      "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found", "Could not find: libnccl-net",
+                      "Failed to find ncclNetPlugin symbol", " nNodes "]
+        lits = sorted(set(self._by_lit) | set(state_lits), key=len, reverse=True)
+        self._gate = re.compile("|".join(re.escape(x) for x in lits))
+
+    # ---- feeding ---------------------------------------------------------------------------
+    def feed(self, node: str, lines: Iterable[str], first_line: int | None = None) -> None:
+        st = self.nodes.get(node)
+        if st is None:
+            st = self.nodes[node] = NodeState(node)
+        n = st.lines if first_line is None else first_line - 1
+        gate = self._gate.search
+        for raw in lines:
+            n += 1
+            if self._always:
+                line = ANSI.sub("", raw) if "\x1b" in raw else raw
+                self._line(st, n, line, None)
+                continue
+            if gate(raw) is None:
+                continue
+            line = ANSI.sub("", raw) if "\x1b" in raw else raw
+            self._line(st, n, line, gate)
+        st.lines = max(st.lines, n)
+        self._cross_node()
+
+    def _line(self, st: NodeState, n: int, line: str, gate) -> None:
+        host = None
+        if "NCCL" in line or " INFO " in line or " WARN " in line:
+            m = NCCL_HEAD.search(line)
+            if m:
+                host = m.group(1)
+                st.hosts.add(host)
+        key = host or st.name
+        self._extract(st, key, n, line)
+        candidates = self._always + [e for lit, es in self._by_lit.items() if lit in line for e in es]
+        for pat, ri, kind in candidates:
+            m = pat.search(line)
+            if not m:
+                continue
+            rule = self.rules[ri]
+            if kind == "req" or kind == "abs":
+                st.seen.setdefault(pat.pattern, (n, line))
+                if kind == "req" and ri in st.pending and all(r in st.seen for r in rule.requires):
+                    for ev in st.pending.pop(ri):
+                        self._hit(rule, st.name, ev, ())
+            elif kind == "res":
+                self._resolve(rule.id, st.name)
+            elif kind == "hit":
+                ev = Evidence(st.name, n, line.strip())
+                if rule.at_end:
+                    st.seen.setdefault(f"hit:{ri}", (n, line))
+                elif rule.requires and not all(r in st.seen for r in rule.requires):
+                    pend = st.pending.setdefault(ri, [])
+                    if len(pend) < MAX_EVIDENCE_PER_NODE:
+                        pend.append(ev)
+                else:
+                    self._hit(rule, st.name, ev, m.groups())
+
+    def _extract(self, st: NodeState, key: str, n: int, line: str) -> None:
+        if (m := VERSION.search(line)) and key not in st.version:
+            st.version[key] = (m.group(1), n, line.strip())
+        if m := NET_DEFINITE.search(line):
+            kind = m.group(1) or m.group(2)
+            cur = st.transport.get(key)
+            if cur is None or not cur[1]:
+                st.transport[key] = (kind, True, n, line.strip())
+        elif (m := NET_TENTATIVE.search(line)) and key not in st.transport:
+            st.transport[key] = (m.group(1), False, n, line.strip())
+        if m := PLUGIN_EXTERNAL.search(line):
+            st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
+        elif PLUGIN_INTERNAL.search(line) and key not in st.plugin:
+            st.plugin[key] = ("internal", n, line.strip())
+        if (m := NRANKS.search(line)) and key not in st.nnodes_seen:
+            st.nnodes_seen[key] = (int(m.group(3)), int(m.group(2)), n, line.strip())
+            if self.expected_nnodes and int(m.group(3)) < self.expected_nnodes:
+                self._raise_cross("ranks-not-joined", "error", [st.name],
+                                  f"NCCL built a communicator of {m.group(3)} node(s) ({m.group(2)} ranks), the job has "
+                                  f"{self.expected_nnodes}", [Evidence(st.name, n, line.strip())],
+                                  "The nodes did not join one job: each formed its own communicator (nnodes, world "
+                                  "size or the rendezvous differ between the nodes, or the launcher started a "
+                                  "separate job on each).",
+                                  Fix(scope="manual", explain="start every node with the same nnodes, master_addr, "
+                                                              "master_port and rendezvous id (ddptui's plan does)"))
+
+    # ---- findings ---------------------------------------------------------------------------
+    def _hit(self, rule: Rule, node: str, ev: Evidence, groups: tuple) -> None:
+        f = self._findings.get(rule.id)
+        summary = rule.summary.format(*[g or "" for g in groups]) if rule.summary and groups else (
+            rule.summary if rule.summary and "{" not in rule.summary else rule.explanation.split(":")[0].split(".")[0])
+        if f is None:
+            f = Finding(rule.id, rule.severity, [node], f"{node}: {summary}", [ev], rule.explanation, rule.fix)
+            self._findings[rule.id] = f
+            self._changed(f)
+            return
+        changed = False
+        if node not in f.nodes:
+            f.nodes.append(node)
+            f.summary = f"{', '.join(f.nodes)}: {summary}"
+            changed = True
+        if sum(1 for e in f.evidence if e.node == node) < MAX_EVIDENCE_PER_NODE:
+            f.evidence.append(ev)
+        if f.state == "resolved" and node not in self._resolved_nodes.get(rule.id, set()):
+            f.state = "active"
+            changed = True
+        if changed:
+            self._changed(f)
+
+    def _resolve(self, rule_id: str, node: str) -> None:
+        f = self._findings.get(rule_id)
+        if f is None or node not in f.nodes:
+            return
+        done = self._resolved_nodes.setdefault(rule_id, set())
+        done.add(node)
+        if f.state == "active" and set(f.nodes) <= done:
+            f.state = "resolved"
+            self._changed(f)
+
+    def _raise_cross(self, fid: str, severity: str, nodes: list[str], summary: str, evidence: list[Evidence],
+                     explanation: str, fix: Fix | None) -> None:
+        f = self._findings.get(fid)
+        if f is not None and sorted(f.nodes) == sorted(nodes) and f.summary == summary:
+            return
+        self._findings[fid] = Finding(fid, severity, nodes, summary, evidence, explanation, fix)
+        self._changed(self._findings[fid])
+
+    def _changed(self, f: Finding) -> None:
+        if self.on_change:
+            self.on_change(f)
+
+    def _cross_node(self) -> None:
+        def gather(attr: str) -> dict:
+            out = {}
+            for st in self.nodes.values():
+                for host, val in getattr(st, attr).items():
+                    out[(st.name, host)] = val
+            return out
+
+        versions = gather("version")
+        if len({v[0] for v in versions.values()}) > 1:
+            nodes = sorted({k[0] for k in versions}) if len({k[0] for k in versions}) > 1 else sorted({k[1] for k in versions})
+            self._raise_cross(
+                "nccl-version-mismatch", "error", nodes,
+                "NCCL versions differ: " + ", ".join(f"{h} {v[0]}" for (_, h), v in sorted(versions.items())),
+                [Evidence(k[0], v[1], v[2]) for k, v in sorted(versions.items())],
+                "The nodes of one job load different NCCL libraries (a pip nvidia-nccl wheel on some, the system or "
+                "another wheel on others); they cannot talk: init fails with 'ncclSocketInit: ... family ...' or hangs.",
+                Fix(scope="manual", explain="install the same NCCL on every node (the same torch wheel and "
+                                            "nvidia-nccl-cuXX pin, one shared venv or image)"))
+        transports = gather("transport")
+        kinds = {v[0] for v in transports.values()}
+        if len(kinds) > 1:
+            ib = sorted({k[1] for k, v in transports.items() if v[0] == "IB"})
+            sock = sorted({k[1] for k, v in transports.items() if v[0] == "Socket"})
+            nodes = sorted({k[0] for k in transports})
+            self._raise_cross(
+                "ib-socket-mismatch", "error", nodes, f"{', '.join(ib)} use NET/IB, {', '.join(sock)} NET/Socket",
+                [Evidence(k[0], v[2], v[3]) for k, v in sorted(transports.items())],
+                "NCCL picks its network transport on each node by itself; here some nodes chose InfiniBand and "
+                "others TCP sockets, so their connections cannot meet ('wrong type', 'Connection closed') or hang.",
+                Fix(env={"NCCL_IB_DISABLE": "1"}, scope="all-nodes",
+                    explain="the same NCCL_IB_DISABLE on every node: 1 makes all nodes use TCP sockets (slower than "
+                            "IB, but consistent)",
+                    alternatives=("enable IB on every node (remove NCCL_IB_DISABLE where it is set, make the HCAs "
+                                  "visible everywhere): the fast choice",)))
+        plugins = gather("plugin")
+        if len({v[0] for v in plugins.values()}) > 1:
+            self._raise_cross(
+                "net-plugin-mismatch", "error", sorted({k[0] for k in plugins}),
+                "net plugins differ: " + ", ".join(f"{h} {v[0]}" for (_, h), v in sorted(plugins.items())),
+                [Evidence(k[0], v[1], v[2]) for k, v in sorted(plugins.items())],
+                "Some nodes load an external NCCL net plugin (libnccl-net.so, e.g. HPC-X SHARP or aws-ofi-nccl) and "
+                "others NCCL's internal one: their transports do not interoperate and the job hangs.",
+                Fix(scope="manual", explain="make the net plugin identical on every node (the same plugin on "
+                                            "LD_LIBRARY_PATH everywhere, or NCCL_NET_PLUGIN=none on all nodes)"))
+
+    def finish(self) -> list[Finding]:
+        """The log ended (or the run did): judge the at_end rules; return the findings."""
+        for st in self.nodes.values():
+            for ri, rule in enumerate(self.rules):
+                if not rule.at_end or f"hit:{ri}" not in st.seen:
+                    continue
+                if any(a in st.seen for a in rule.absent):
+                    continue
+                n, line = st.seen[f"hit:{ri}"]
+                self._hit(rule, st.name, Evidence(st.name, n, line.strip()), ())
+        return self.findings
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Findings in the order they appeared, without the ones a better explanation covers."""
+        fs = list(self._findings.values())
+        active = {f.id: f for f in fs}
+        hidden: set[str] = set()
+        for f in fs:
+            rule = next((r for r in self.rules if r.id == f.id), None)
+            for s in (rule.suppresses if rule else ()):
+                if s in active and set(active[s].nodes) <= set(f.nodes) | set(active[s].nodes) and \
+                        set(active[s].nodes) & set(f.nodes):
+                    hidden.add(s)
+        if "nccl-version-mismatch" in active:  # the version difference explains these symptoms
+            hidden |= {"bad-socket-ifname", "net-plugin-mismatch"}
+        if "ib-socket-mismatch" in active:
+            hidden.add("remote-rank-died")
+        return [f for f in fs if f.id not in hidden]
