@@ -17,7 +17,7 @@ from pathlib import Path
 from . import __version__
 from .core.errors import DdptuiError, NodeError, PlaybookError, UsageError
 
-SUBCOMMANDS = ("validate", "check", "run")
+SUBCOMMANDS = ("validate", "check", "run", "diagnose")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -42,7 +42,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "Get multi-node PyTorch jobs running from a login node. With no command, opens the TUI: "
         "the playbook picker, or PLAYBOOK ready to step through."),
         epilog="commands (headless): validate PLAYBOOK · check PLAYBOOK [--json] · "
-               "run PLAYBOOK --headless [--from STEP] [--json].  `ddptui COMMAND --help` for more.")
+               "run PLAYBOOK --headless [--from STEP] [--json] · diagnose FILE... [--json].  "
+               "`ddptui COMMAND --help` for more.")
     top.add_argument("playbook", nargs="?", type=Path, help="a playbook YAML file")
     _common(top)
 
@@ -61,6 +62,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     r.add_argument("--from", dest="from_step", metavar="STEP", help="start at this step id")
     r.add_argument("--json", action="store_true", help="one JSON event per line")
     _common(r)
+    d = cmds.add_parser("diagnose", help="offline diagnosis of saved logs or a run directory")
+    d.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                   help="node logs (one per node of one job), or a run directory")
+    d.add_argument("--json", action="store_true", help='print {"findings": [...]}')
+    d.add_argument("--nnodes", type=int, help="the job's node count, if the logs do not come from a run directory")
+    _common(d)
     return top, sub
 
 
@@ -70,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             args = sub.parse_args(argv)
-            return {"validate": cmd_validate, "check": cmd_check, "run": cmd_run}[args.command](args)
+            return {"validate": cmd_validate, "check": cmd_check, "run": cmd_run,
+                    "diagnose": cmd_diagnose}[args.command](args)
         args = top.parse_args(argv)
         return cmd_tui(args)
     except PlaybookError as e:
@@ -166,6 +174,13 @@ class _Printer:
                 self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {ev.check} {ev.status}: {ev.summary}")
             elif isinstance(ev, E.CommandPlanned):
                 self._w(f"{'ddptui':<{self.width}} │   {ev.node} (node_rank {ev.node_rank}): {ev.command}")
+            elif isinstance(ev, E.FindingRaised):
+                f = ev.finding
+                fix = f.get("fix") or {}
+                env = " ".join(f"{k}={v}" for k, v in (fix.get("env") or {}).items())
+                mark = "✓" if f["state"] == "resolved" else "⚠"
+                self._w(f"{'ddptui':<{self.width}} │ {mark} {f['id']} ({f['severity']}, {f['state']}): {f['summary']}"
+                        + (f" — fix: {env}" if env and f["state"] == "active" else ""))
             elif isinstance(ev, E.Notice):
                 self._w(f"{'ddptui':<{self.width}} │ {ev.level}: {ev.text}")
             elif isinstance(ev, E.RunStarted):
@@ -282,6 +297,31 @@ def check_report(path: Path, rb) -> dict:
     return {"playbook": str(path), "backend": pf.backend if pf else rb.pb.job.backend,
             "master_addr": pf.master_addr if pf else None, "nodes": nodes,
             "findings": [f.to_json() for f in pf.findings] if pf else []}
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from .core.diagnosis.offline import DiagnoseInputError, diagnose_paths
+
+    try:
+        findings = diagnose_paths(args.files, nnodes=args.nnodes)
+    except DiagnoseInputError as e:
+        raise UsageError(str(e)) from None
+    if args.json:
+        print(json.dumps({"findings": [f.to_json() for f in findings]}, indent=2))
+    else:
+        if not findings:
+            print("no findings: nothing in these logs matches a known failure")
+        for f in findings:
+            print(f"{f.severity.upper():7} {f.id} [{f.state}] — {f.summary}")
+            for e in f.evidence[:6]:
+                print(f"          {e.node}:{e.line}: {e.text[:200]}")
+            if f.explanation:
+                print(f"          why: {f.explanation}")
+            if f.fix:
+                env = " ".join(f"{k}={v}" for k, v in f.fix.env.items())
+                print(f"          fix: {env + ' — ' if env else ''}{f.fix.explain}")
+    active_errors = [f for f in findings if f.severity == "error" and f.state == "active"]
+    return EXIT_FAIL if active_errors else EXIT_OK
 
 
 def cmd_tui(args: argparse.Namespace) -> int:

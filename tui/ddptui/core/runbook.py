@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Callable
 
 from .checks.preflight import NodeTarget, Preflight, PreflightResult
+from .diagnosis.engine import Engine
+from .diagnosis.model import Evidence, Finding, Fix
 from .errors import NodeError
 from .events import (
     CheckResult, CommandPlanned, Event, FindingRaised, Notice, NodeOutput, NodeState, RunFinished,
@@ -68,11 +70,68 @@ class Runbook:
         self.run_dir: RunDir | None = None
         self.results: list[dict] = []
         self.preflight: PreflightResult | None = None
+        self._engine_lock = threading.Lock()
+        self.engine = self._new_engine()
+        self._own_findings: dict[str, Finding] = {}  # what ddptui itself saw (master-not-started)
         self._lock = threading.RLock()
         self._started = time.time()
         self._stopped_by_user = False
         self._finished = False
         self.closed = False
+
+    # ---- live diagnosis ---------------------------------------------------------------------
+    def _new_engine(self) -> Engine:
+        return Engine(expected_nnodes=len(self.pb.nodes),
+                      on_change=lambda f: self.emit(FindingRaised(f.to_json())))
+
+    def _diagnose(self, node: str, lines: list[str], first: int) -> None:
+        with self._engine_lock:
+            self.engine.feed(node, lines, first)
+            if node != self.pb.master:
+                self._watch_rendezvous(node, lines, first)
+
+    def _watch_rendezvous(self, node: str, lines: list[str], first: int) -> None:
+        """A worker waiting in rendezvous while the master is not running: say so now.
+
+        torch's client waits silently for the whole rendezvous timeout (900 s by default) before it
+        prints anything when the master's store is not there (recorded on the test cluster).
+        """
+        f = self._own_findings.get("master-not-started")
+        for i, line in enumerate(lines):
+            if "Rendezvous'ing worker group" in line:
+                m = self.nodes[self.pb.master]
+                if m.process is None or not m.process.running:
+                    ev = Evidence(node, first + i, line.strip())
+                    if f is None:
+                        f = Finding("master-not-started", "warning", [node],
+                                    f"{node} waits in rendezvous, but torchrun is not running on the master {m.name}",
+                                    [ev], "A worker started before the master: it is waiting for the master's "
+                                          "rendezvous store and will time out (rdzv_timeout, 900 s by default) "
+                                          "unless the master starts.",
+                                    Fix(scope="manual", explain="start the master (run launch-master); the worker "
+                                                                "joins as soon as its port listens"))
+                        self._own_findings["master-not-started"] = f
+                    elif node not in f.nodes:
+                        f.nodes.append(node)
+                        f.evidence.append(ev)
+                        f.state = "active"
+                    self.emit(FindingRaised(f.to_json()))
+            elif f is not None and node in f.nodes and f.state == "active" and (
+                    "Rendezvous complete for workers" in line or "init_process_group done" in line):
+                joined = getattr(f, "_joined", set())
+                joined.add(node)
+                f._joined = joined  # type: ignore[attr-defined]
+                if set(f.nodes) <= joined:
+                    f.state = "resolved"
+                    self.emit(FindingRaised(f.to_json()))
+
+    def findings(self) -> list[Finding]:
+        out = list(self.preflight.findings) if self.preflight else []
+        with self._engine_lock:
+            live = self.engine.findings
+        ids = {f.id for f in live}
+        out += live + [f for f in self._own_findings.values() if f.id not in ids]
+        return out
 
     # ---- events -----------------------------------------------------------------------------
     def emit(self, ev: Event) -> None:
@@ -284,6 +343,7 @@ class Runbook:
         def on_lines(lines: list[str]) -> None:
             first = run_dir.append(name, lines)
             nr.tail.extend(lines)
+            self._diagnose(name, lines, first)
             for line in lines:
                 if "ddptui-smoke result" in line:
                     r = parse_result_line(line)
@@ -321,6 +381,9 @@ class Runbook:
     def _step_launch_master(self, step: Step) -> str:
         self._stopped_by_user = False
         self.results.clear()
+        with self._engine_lock:  # a new launch: what the last one said no longer stands
+            self.engine = self._new_engine()
+            self._own_findings.clear()
         self.plan()
         self._launch(self.nodes[self.pb.master])
         m = self.nodes[self.pb.master]
@@ -372,6 +435,8 @@ class Runbook:
                 self.stop_job()
                 raise StepFailed(f"the job ran past the step's timeout of {step.timeout:g} s and was stopped")
         time.sleep(0.05)  # let the exit watchers post their node states first
+        with self._engine_lock:
+            self.engine.finish()
         bad = [nr for nr in procs if nr.process.returncode != 0 or nr.process.lost]
         self._finished = True
         if self._stopped_by_user:
@@ -438,7 +503,7 @@ class Runbook:
         return {"playbook": self.pb.name, "run_id": self.run_dir.run_id if self.run_dir else None,
                 "started": self._started, "ended": time.time(), "ok": ok,
                 "steps": dict(self.states), "nodes": nodes, "results": list(self.results),
-                "findings": [f.to_json() for f in self.preflight.findings] if self.preflight else []}
+                "findings": [f.to_json() for f in self.findings()]}
 
     def _write_summary(self) -> None:
         if self.run_dir is not None:

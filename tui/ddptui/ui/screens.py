@@ -155,10 +155,10 @@ class HostKeyScreen(ModalScreen[bool]):
         self.dismiss(ev.button.id == "yes")
 
 
-class FixScreen(ModalScreen[bool]):
+class FixScreen(ModalScreen[str]):
     """A finding's fix as a diff of the playbook; saved (as a new revision) only if the user says so."""
 
-    BINDINGS = [Binding("escape", "dismiss(False)", "Cancel")]
+    BINDINGS = [Binding("escape", "dismiss('cancel')", "Cancel")]
 
     def __init__(self, finding: dict, patch: str, path: Path | None) -> None:
         super().__init__()
@@ -176,13 +176,16 @@ class FixScreen(ModalScreen[bool]):
                 t.append(line + "\n", style=style)
             with VerticalScroll(id="diff-box"):
                 yield _S(t, id="diff")
+            yield Label("Apply stops the job on every node, saves the change as a new revision of the playbook "
+                        "(the original is kept) and runs it again, master first.", classes="dim")
             with Horizontal(id="dialog-buttons"):
-                yield Button("Save as a new revision", variant="success", id="save", disabled=self.path is None)
+                yield Button("Apply and relaunch", variant="warning", id="apply", disabled=self.path is None)
+                yield Button("Save only", variant="success", id="save", disabled=self.path is None)
                 yield Button("Cancel", variant="primary", id="cancel")
 
     @on(Button.Pressed)
     def _pressed(self, ev: Button.Pressed) -> None:
-        self.dismiss(ev.button.id == "save")
+        self.dismiss(ev.button.id or "cancel")
 
 
 class PassphraseScreen(ModalScreen[str | None]):
@@ -237,6 +240,7 @@ class PlaybookScreen(Screen):
         super().__init__()
         self.pb = playbook
         self.bridge = EventBridge(PANE_MAX_LINES)
+        self.runs_dir, self.factory = runs_dir, factory
         self.runbook = Runbook(playbook, self.bridge.push, runs_dir, factory)
         self.start_step = start_step
         self.run_all_at_start = run_all
@@ -245,6 +249,7 @@ class PlaybookScreen(Screen):
         self.history: list[tuple[str, str]] = []  # (step, state) as the UI saw them: tests read it
         self.findings: list[dict] = []
         self.saved_revisions: list[Path] = []
+        self.fixed: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -274,6 +279,8 @@ class PlaybookScreen(Screen):
     def _title(self) -> Text:
         pb = self.pb
         t = Text.assemble((pb.name, "bold"), "  ", (pb.description, "dim"))
+        if pb.path is not None and ".rev" in pb.path.name:
+            t.append(f"  [{pb.path.name}]", style="yellow")
         t.append(f"\n{len(pb.nodes)} node{'s' if len(pb.nodes) != 1 else ''} · master {pb.master} · "
                  f"{pb.job.nproc_per_node} proc/node · {pb.job.backend} · {pb.job.script}", style="dim")
         return t
@@ -352,13 +359,18 @@ class PlaybookScreen(Screen):
             self.notify(ev.text, severity="warning" if ev.level != "error" else "error")
 
     def _add_finding(self, f: dict) -> None:
+        old = next((i for i, x in enumerate(self.findings) if x["id"] == f["id"]), None)
+        if old is not None:  # an update (more nodes, or resolved): replace it in place
+            self.findings.pop(old)
         self.findings.insert(0, f)  # newest first
         t = self.query_one("#findings", DataTable)
         t.clear()
         for x in self.findings:
-            t.add_row(Text(x["severity"], style=SEVERITY_STYLE.get(x["severity"], "")), x["id"],
+            style = SEVERITY_STYLE.get(x["severity"], "") if x["state"] == "active" else "dim strike"
+            t.add_row(Text(x["severity"] if x["state"] == "active" else "resolved", style=style), x["id"],
                       ", ".join(x["nodes"]), x["summary"])
-        counts = {s: sum(1 for x in self.findings if x["severity"] == s) for s in ("error", "warning", "info")}
+        counts = {s: sum(1 for x in self.findings if x["severity"] == s and x["state"] == "active")
+                  for s in ("error", "warning", "info")}
         label = "Findings " + " ".join(f"{n}{s[0].upper()}" for s, n in counts.items() if n)
         self.query_one(TabbedContent).get_tab("tab-findings").label = label
         self._show_finding(0)
@@ -400,9 +412,16 @@ class PlaybookScreen(Screen):
             return
         name = self.pb.path.name if self.pb.path else "playbook.yaml"
 
-        def answered(save: bool | None) -> None:
-            if save and self.pb.path is not None:
+        def answered(choice: str | None) -> None:
+            if self.pb.path is None:
+                return
+            if choice == "save":
                 self._save_fixed(new)
+            elif choice == "apply":
+                if self.busy.is_set() and not self.runbook.job_running:
+                    self.notify("a step is running; wait for it first", severity="warning")
+                    return
+                self._apply_and_relaunch(new, f["id"])
 
         self.app.push_screen(FixScreen(f, diff(old, new, name), self.pb.path), answered)
 
@@ -411,6 +430,52 @@ class PlaybookScreen(Screen):
         path = save_revision(self.pb.path, text)  # file I/O: off the UI thread
         self.app.call_from_thread(self.notify, f"saved {path} (the original is kept)", timeout=8)
         self.saved_revisions.append(path)
+
+    @work(thread=True, group="fix")
+    def _apply_and_relaunch(self, text: str, finding_id: str) -> None:
+        """Stop the job everywhere, save the fixed playbook as a new revision, run it again in order."""
+        self.app.call_from_thread(self.notify, f"applying the fix for {finding_id}: stopping the job on every node…")
+        self.runbook.close()  # TERM to every node's process group, then KILL; summary written
+        import time
+
+        deadline = time.monotonic() + 60  # the old run's step worker ends once its job is stopped
+        while self.busy.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        path = save_revision(self.pb.path, text)
+        self.saved_revisions.append(path)
+        pb = load_playbook(path)
+        self.app.call_from_thread(self._switch_playbook, pb, finding_id)
+        self.busy.set()
+        try:
+            ok = self.runbook.run_all()
+        finally:
+            self.busy.clear()
+        self.app.call_from_thread(self._after_work)
+        still = [f for f in self.runbook.findings() if f.id == finding_id and f.state == "active"]
+        if ok and not still:
+            self.fixed.append(finding_id)
+            self.app.call_from_thread(self.notify, f"{finding_id} is gone: the relaunched run ({path.name}) is healthy",
+                                      timeout=10)
+        else:
+            self.app.call_from_thread(self.notify, f"the relaunched run ({path.name}) did not pass; see its findings",
+                                      severity="warning", timeout=10)
+
+    def _switch_playbook(self, pb: Playbook, finding_id: str) -> None:
+        self._drain()  # the old run's last events first
+        self.pb = pb
+        self.runbook = Runbook(pb, self.bridge.push, self.runs_dir, self.factory)
+        table = self.query_one(StepTable)
+        for st in pb.steps:
+            table.set_state(st.id, "pending", st.title)
+        for pane in self.query(NodePane):
+            pane.log.clear()
+            pane.total_lines = 0
+            pane.set_state("pending")
+        self.findings = []
+        self.query_one("#findings", DataTable).clear()
+        self.query_one("#finding-detail", Static).update(f"{finding_id}: fix applied, relaunching…")
+        self.query_one("#pb-title", Static).update(self._title())
+        self.action_tab("tab-logs")
 
     def _tick(self) -> None:
         for pane in self.query(NodePane):

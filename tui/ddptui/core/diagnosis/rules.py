@@ -142,11 +142,11 @@ RULES: tuple[Rule, ...] = (
                                        r"Connection closed by peer \[([\d.]+)\]", r"Connection reset by peer \[([\d.]+)\]"),
          "The connection to a rank on another node broke: that rank died first (look at its node's log for the "
          "first error).", _fix("find the first failure on the other nodes: this one is a consequence")),
-    Rule("tcpstore-timeout", "error", (r"client socket has timed out after (\d+)s? while trying to connect to \(?([\w.:-]+)",),
+    Rule("tcpstore-timeout", "error", (r"client socket has timed out after (\d+)(ms|s) while trying to connect to \(?([\w.:-]+)",),
          "This node could not reach the rendezvous store on the master within the timeout: the master was not "
          "started, listens elsewhere, or a firewall drops the port.",
          _fix("start the master first (ddptui does), check master_addr/master_port, and open the port"),
-         summary="gave up after {0} s connecting to {1}"),
+         summary="gave up after {0}{1} connecting to {2}"),
     Rule("port-in-use", "error", (r"failed to bind to \S+ \(errno: 98 - Address already in use\)", r"EADDRINUSE",
                                   r"address already in use"),
          "The rendezvous port is taken on the master (another job, or a previous run's leftover).",

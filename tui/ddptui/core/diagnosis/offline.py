@@ -1,0 +1,70 @@
+"""`ddptui diagnose`: the same engine, on saved logs or a run directory, read once in chunks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import DdptuiError
+from .engine import Engine
+from .model import Finding
+
+CHUNK = 20_000
+
+
+class DiagnoseInputError(DdptuiError):
+    pass
+
+
+def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None]:
+    logs: list[tuple[str, Path]] = []
+    nnodes = None
+    for p in paths:
+        if p.is_dir():
+            found = sorted(p.glob("*.log"))
+            if not found:
+                raise DiagnoseInputError(f"{p}: a folder without node logs (*.log); give a run directory or log files")
+            logs += [(f.stem, f) for f in found]
+            pb = p / "playbook.yaml"
+            if pb.is_file():
+                try:
+                    from ..playbook.loader import parse_playbook
+
+                    nnodes = len(parse_playbook(pb.read_text(), str(pb)).nodes)
+                except DdptuiError:
+                    pass
+            summary = p / "summary.json"
+            if nnodes is None and summary.is_file():
+                try:
+                    nnodes = len(json.loads(summary.read_text()).get("nodes", {})) or None
+                except ValueError:
+                    pass
+        elif p.is_file():
+            logs.append((p.stem, p))
+        else:
+            raise DiagnoseInputError(f"{p}: no such file or directory")
+    names = [n for n, _ in logs]
+    if len(set(names)) != len(names):  # two files named alike: keep them apart
+        logs = [(f"{n}#{i}" if names.count(n) > 1 else n, p) for i, (n, p) in enumerate(logs)]
+    return logs, nnodes
+
+
+def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding]:
+    logs, found_nnodes = _node_logs(paths)
+    engine = Engine(expected_nnodes=nnodes or found_nnodes)
+    for node, path in logs:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                batch: list[str] = []
+                for line in f:
+                    batch.append(line.rstrip("\n"))
+                    if len(batch) >= CHUNK:
+                        engine.feed(node, batch)
+                        batch = []
+                if batch:
+                    engine.feed(node, batch)
+        except IsADirectoryError:
+            raise DiagnoseInputError(f"{path}: is a directory") from None
+        except OSError as e:
+            raise DiagnoseInputError(f"{path}: cannot read: {e.strerror}") from None
+    return engine.finish()
