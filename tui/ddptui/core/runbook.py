@@ -25,6 +25,7 @@ from .events import (
 )
 from .launch.plan import LaunchInputs, NodePlan, plan_launch
 from .logs.results import parse_result_line
+from .logs.torchrun import RootCauseParser, first_failure
 from .logs.rundir import RunDir
 from .playbook.loader import resolve_builtin
 from .playbook.model import Playbook, Step
@@ -53,6 +54,7 @@ class NodeRun:
     ended_at: float | None = None
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=20))
     facts: dict = field(default_factory=dict)
+    agent: RootCauseParser = field(default_factory=RootCauseParser)
 
 
 TransportFactory = Callable[["Playbook", str], Transport]
@@ -76,6 +78,7 @@ class Runbook:
         self._lock = threading.RLock()
         self._started = time.time()
         self._stopped_by_user = False
+        self._stopped_after_loss = False
         self._finished = False
         self.closed = False
 
@@ -343,6 +346,11 @@ class Runbook:
         def on_lines(lines: list[str]) -> None:
             first = run_dir.append(name, lines)
             nr.tail.extend(lines)
+            had_world = nr.agent.world_size
+            for line in lines:
+                nr.agent.feed(line)
+            if had_world is None and nr.agent.world_size is not None:
+                self._check_world_size(nr)
             self._diagnose(name, lines, first)
             for line in lines:
                 if "ddptui-smoke result" in line:
@@ -363,13 +371,60 @@ class Runbook:
             raise StepFailed(f"{name}: the job did not start (rc={rc}): {' '.join(proc.diagnostics[-3:])}")
         self._node_state(name, "running", f"pid {proc.pid}", pid=proc.pid, pgid=proc.pgid)
         threading.Thread(target=self._await_exit, args=(nr, proc), daemon=True).start()
+        self._start_monitor()
+
+    def _check_world_size(self, nr: NodeRun) -> None:
+        """torchrun does not fail when nproc_per_node differs by node: compare what it assembled."""
+        expected = sum(self.pb.nproc_of(n) for n in self.pb.nodes)
+        got = nr.agent.world_size
+        if got is not None and got != expected:
+            self.emit(Notice("warning", f"{nr.name}: torchrun assembled a world of {got} processes, the playbook "
+                                        f"plans {expected}", nr.name))
+
+    def _start_monitor(self) -> None:
+        """Like OpenSSH's ServerAliveInterval/CountMax: a node that stops answering is marked lost."""
+        with self._lock:
+            if getattr(self, "_monitor", None) is not None and self._monitor.is_alive():
+                return
+            self._monitor = threading.Thread(target=self._monitor_loop, daemon=True)
+            self._monitor.start()
+
+    def _monitor_loop(self) -> None:
+        interval = max(0.5, float(self.pb.ssh.keepalive))
+        misses: dict[str, int] = {}
+        while not self.closed:
+            running = [nr for nr in self.nodes.values() if nr.process is not None and nr.process.running
+                       and nr.transport is not None and hasattr(nr.transport, "alive")]
+            if not running:
+                return
+            for nr in running:
+                if nr.transport.alive(timeout=interval):
+                    misses[nr.name] = 0
+                    continue
+                misses[nr.name] = misses.get(nr.name, 0) + 1
+                if misses[nr.name] >= 3:
+                    self._lost(nr)
+            time.sleep(interval)
+
+    def _lost(self, nr: NodeRun) -> None:
+        if nr.process is None or not nr.process.running:
+            return
+        nr.process.lost = True
+        nr.error = "the node stopped answering (3 keepalives missed)"
+        self.emit(Notice("error", f"{nr.name} stopped answering: marking it lost and stopping the job on the others",
+                         nr.name))
+        nr.transport.close()  # ends its readers: the process is done, lost
+        others = [o for o in self.nodes.values() if o is not nr and o.process is not None and o.process.running]
+        self._stopped_after_loss = True
+        for o in others:
+            o.process.stop()
 
     def _await_exit(self, nr: NodeRun, proc: RemoteProcess) -> None:
         proc.wait()
         nr.ended_at = time.time()
         rc = proc.returncode
         if proc.lost:
-            self._node_state(nr.name, "lost", "the connection to the node was lost", rc=rc)
+            self._node_state(nr.name, "lost", nr.error or "the connection to the node was lost", rc=rc)
         elif self._stopped_by_user:
             self._node_state(nr.name, "stopped", f"stopped (rc={rc})", rc=rc)
         elif rc == 0:
@@ -443,6 +498,10 @@ class Runbook:
             raise StepFailed("stopped by the user")
         if bad:
             parts = [f"{nr.name} {'lost' if nr.process.lost else f'exited {nr.process.returncode}'}" for nr in bad]
+            ff = self.first_failure()
+            if ff:
+                parts.append(f"first failure: {ff['node']} (host {ff.get('host')}) rank {ff.get('rank')} exitcode "
+                             f"{ff.get('exitcode')}" + (f" ({ff['signal']})" if ff.get("signal") else ""))
             raise StepFailed("; ".join(parts))
         n_ok = sum(1 for r in self.results if r.get("all_reduce") == "ok")
         extra = f", {n_ok} rank results ok" if self.results else ""
@@ -484,6 +543,14 @@ class Runbook:
             for nr in running:
                 nr.process.wait(self.pb.job.stop_grace + 10)
 
+    def first_failure(self) -> dict | None:
+        causes = {n: nr.agent.root_cause for n, nr in self.nodes.items() if nr.agent.root_cause}
+        ff = first_failure(causes)
+        if ff is None:
+            lost = [nr.name for nr in self.nodes.values() if nr.process is not None and nr.process.lost]
+            return {"node": lost[0], "lost": True} if lost else None
+        return {"node": ff[0], **ff[1]}
+
     def summary(self) -> dict:
         nodes = {}
         for nr in self.nodes.values():
@@ -498,11 +565,13 @@ class Runbook:
                 "started": nr.started_at, "ended": nr.ended_at,
                 "log": str(self.run_dir.log_path(nr.name)) if self.run_dir else None,
                 "command": nr.plan.shell_line() if nr.plan else None,
+                "root_cause": nr.agent.root_cause, "world_size": nr.agent.world_size,
             }
         ok = all(s in (PASSED, SKIPPED) for s in self.states.values())
         return {"playbook": self.pb.name, "run_id": self.run_dir.run_id if self.run_dir else None,
                 "started": self._started, "ended": time.time(), "ok": ok,
                 "steps": dict(self.states), "nodes": nodes, "results": list(self.results),
+                "first_failure": self.first_failure(),
                 "findings": [f.to_json() for f in self.findings()]}
 
     def _write_summary(self) -> None:

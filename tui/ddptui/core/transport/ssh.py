@@ -377,6 +377,23 @@ class SSHTransport(Transport):
             return False
         return t.is_authenticated()
 
+    def alive(self, timeout: float) -> bool:
+        """Does the node still answer? A keepalive request with a reply (any reply will do)."""
+        t = self._t
+        if t is None or not t.is_active():
+            return False
+        answered = threading.Event()
+
+        def ask() -> None:
+            try:
+                t.global_request("keepalive@openssh.com", wait=True)
+            except Exception:
+                pass
+            answered.set()
+
+        threading.Thread(target=ask, daemon=True).start()
+        return answered.wait(timeout) and t.is_active()
+
     # ---- commands -------------------------------------------------------------------------------
     def _session(self) -> paramiko.Channel:
         if self._t is None or not self._t.is_active():

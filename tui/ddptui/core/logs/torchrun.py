@@ -1,0 +1,62 @@
+"""What torchrun's agent says about its workers: the ChildFailedError "Root Cause" block and the
+world size it assembled. Incremental, one line at a time."""
+
+from __future__ import annotations
+
+import re
+
+_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*)$")
+_PREFIX = re.compile(r"^\[default\d+\]:")
+_WORLD = re.compile(r"global_world_sizes=\[(\d+)")
+
+
+class RootCauseParser:
+    """Feed lines; `root_cause` becomes {time, host, rank, local_rank, exitcode, pid, signal} when the
+    block "Root Cause (first observed failure):" has been read."""
+
+    def __init__(self) -> None:
+        self._in = False
+        self._cur: dict = {}
+        self.root_cause: dict | None = None
+        self.world_size: int | None = None
+
+    def feed(self, line: str) -> None:
+        line = _PREFIX.sub("", line)
+        if self.world_size is None and "global_world_sizes=" in line:
+            m = _WORLD.search(line)
+            if m:
+                self.world_size = int(m.group(1))
+        if "Root Cause (first observed failure)" in line:
+            self._in, self._cur = True, {}
+            return
+        if not self._in:
+            return
+        m = _FIELD.match(line)
+        if m:
+            key, val = m.group(1), m.group(2).strip()
+            if key == "rank":
+                r = re.match(r"(\d+)(?: \(local_rank: (\d+)\))?", val)
+                if r:
+                    self._cur["rank"] = int(r.group(1))
+                    if r.group(2) is not None:
+                        self._cur["local_rank"] = int(r.group(2))
+            elif key == "exitcode":
+                e = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?(?:\s+\((SIG\w+)\))?", val)
+                if e:
+                    self._cur["exitcode"] = int(e.group(1))
+                    if e.group(2):
+                        self._cur["pid"] = int(e.group(2))
+                    if e.group(3):
+                        self._cur["signal"] = e.group(3)
+            else:
+                self._cur[key] = val
+        elif line.startswith("=====") and self._cur:
+            self.root_cause = dict(self._cur)
+            self._in = False
+
+
+def first_failure(causes: dict[str, dict]) -> tuple[str, dict] | None:
+    """Of each node's root cause, the first observed (earliest time; a signal before a plain exit)."""
+    if not causes:
+        return None
+    return min(causes.items(), key=lambda kv: (kv[1].get("time", "~"), 0 if kv[1].get("signal") else 1, kv[0]))
