@@ -46,8 +46,10 @@ def latency(reps: int = 200) -> list[float]:
     return out
 
 
-def make_log(path: Path, n_lines: int) -> None:
-    """A big realistic log: the healthy 64-rank AWS log repeated, one failing line near the end."""
+def make_log(path: Path, n_lines: int, training_share: float) -> None:
+    """A big log: NCCL init lines (the healthy 64-rank AWS log) and training output, one failure at the end.
+
+    training_share=0 is the worst case for the engine: every line is NCCL init chatter."""
     base = body("90-healthy-socket-aws-64ranks.log")
     with open(path, "w") as f:
         i = 0
@@ -55,6 +57,9 @@ def make_log(path: Path, n_lines: int) -> None:
             for line in base:
                 f.write(line + "\n")
                 i += 1
+                for _ in range(int(training_share / (1 - training_share))):
+                    f.write(f"[default0]:epoch 3 step {i} loss=0.{i % 997:03d} lr=3.0e-4 tokens/s=81234\n")
+                    i += 1
         f.write("node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> "
                 "returned 113(No route to host) errno 115(Operation now in progress)\n")
 
@@ -65,9 +70,15 @@ def main() -> int:
           f"median {statistics.median(lat) * 1e6:.0f} µs, max {max(lat) * 1e6:.0f} µs (the bar: under 1 s)")
     if not shutil.which("grep"):
         return 0
+    for share in (0.0, 0.95):
+        offline(share)
+    return 0
+
+
+def offline(share: float) -> None:
     with tempfile.TemporaryDirectory() as d:
         log = Path(d) / "node.log"
-        make_log(log, 1_000_000)
+        make_log(log, 1_000_000, share)
         size = log.stat().st_size / 1e6
         lines = sum(1 for _ in open(log))
         patterns = [p for r in RULES for p in r.patterns]
@@ -85,12 +96,11 @@ def main() -> int:
             r = subprocess.run(args, capture_output=True, text=True)
             tg.append(time.perf_counter() - t0)
         md, mg = statistics.median(ts), statistics.median(tg)
-        print(f"offline, {lines:,} lines ({size:.0f} MB), median of 3:")
+        print(f"offline, {lines:,} lines ({size:.0f} MB, {share:.0%} training output), median of 3:")
         print(f"  ddptui diagnose engine  {md:6.2f} s  {lines / md / 1e6:5.2f} M lines/s  -> {[f.id for f in found]}")
         print(f"  grep -E, {len(patterns)} signatures {mg:6.2f} s  {lines / mg / 1e6:5.2f} M lines/s  "
               f"-> {r.stdout.strip()} matching line(s)")
         print(f"  ratio engine / grep: {md / mg:.1f}x (grep only counts matches: no state, no cross-node rules)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -113,3 +113,16 @@ def test_healthy_ethernet_only_no_device_found_is_fine() -> None:
     e.feed("n", ["h:1:1 [0] NCCL INFO NET/IB : No device found.", "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>",
                  "h:1:1 [0] NCCL INFO Using network Socket"])
     assert e.finish() == []
+
+
+def test_trie_gate_matches_exactly_the_literals() -> None:
+    import re
+
+    from ddptui.core.diagnosis.engine import trie_regex
+
+    words = ["abc", "abd", "ab", "x y", "NET/IB : No device", "NET/IB : Using ["]
+    r = re.compile(trie_regex(words))
+    for text in ["zzab", "abd", "x y", "..NET/IB : Using [0]", "NET/IB : No device found"]:
+        assert r.search(text)
+    for text in ["a b", "x", "NET/IB : Us", "NET/Socket"]:
+        assert not r.search(text)

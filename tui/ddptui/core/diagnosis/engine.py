@@ -33,12 +33,56 @@ PLUGIN_INTERNAL = re.compile(r"No plugin found \(libnccl-net\.so\)|Could not fin
 NRANKS = re.compile(r"rank (\d+) nRanks (\d+) nNodes (\d+)")
 
 
-def _literal(pattern: str) -> str | None:
-    """The longest literal run that every match of `pattern` must contain (None if there is none)."""
+def trie_regex(words: Iterable[str]) -> str:
+    """One regex for a set of literals, factored by common prefixes: Python's re tries the
+    alternatives of a flat `a|b|c...` one by one at every position; a trie tries one branch."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        ends = "" in node
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch != ""]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if ends else body
+
+    return build(trie)
+
+
+def _literals(pattern: str) -> list[str] | None:
+    """Literals one of which every match must contain: the longest run, or one per branch of a
+    leading alternation; None when there is no such set (then the pattern sees every line)."""
+    lit = _literal(pattern)
+    if lit:
+        return [lit]
     try:
         parsed = sre_parse.parse(pattern)
     except re.error:
         return None
+    for op, av in parsed:
+        if op is sre_parse.SUBPATTERN:
+            sub = av[-1]
+            if len(sub) == 1 and sub[0][0] is sre_parse.BRANCH:
+                lits = [_literal_items(branch) for branch in sub[0][1][1]]
+                if all(lits):
+                    return lits  # type: ignore[return-value]
+    return None
+
+
+def _literal(pattern: str) -> str | None:
+    """The longest literal run that every match of `pattern` must contain (None if there is none)."""
+    try:
+        return _literal_items(sre_parse.parse(pattern))
+    except re.error:
+        return None
+
+
+def _literal_items(parsed) -> str | None:
     best, cur = "", []
     for op, av in parsed:
         if op is sre_parse.LITERAL:
@@ -88,16 +132,18 @@ class Engine:
         self._always: list[tuple[re.Pattern, int, str]] = []
         self._by_lit: dict[str, list[tuple[re.Pattern, int, str]]] = {}
         for pat, ri, kind in entries:
-            lit = _literal(pat.pattern)
-            if lit is None:
+            lits = _literals(pat.pattern)
+            if lits is None:
                 self._always.append((pat, ri, kind))
             else:
-                self._by_lit.setdefault(lit, []).append((pat, ri, kind))
+                for lit in lits:
+                    self._by_lit.setdefault(lit, []).append((pat, ri, kind))
         state_lits = ["NCCL version", "Using network", "Using internal Network", "via NET/", "NET/IB : Using [",
                       "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found", "Could not find: libnccl-net",
                       "Failed to find ncclNetPlugin symbol", " nNodes "]
         lits = sorted(set(self._by_lit) | set(state_lits), key=len, reverse=True)
-        self._gate = re.compile("|".join(re.escape(x) for x in lits))
+        self._gate = re.compile(trie_regex(lits))
+        self._lit_items = list(self._by_lit.items())
 
     # ---- feeding ---------------------------------------------------------------------------
     def feed(self, node: str, lines: Iterable[str], first_line: int | None = None) -> None:
@@ -128,7 +174,10 @@ class Engine:
                 st.hosts.add(host)
         key = host or st.name
         self._extract(st, key, n, line)
-        candidates = self._always + [e for lit, es in self._by_lit.items() if lit in line for e in es]
+        # measured: a plain `in` per literal beats a lookahead findall of them all (3 vs 7 µs a line)
+        candidates = self._always + [e for lit, es in self._lit_items if lit in line for e in es]
+        if len(candidates) > 1:
+            candidates = list(dict.fromkeys(candidates))  # a pattern anchored on two branch literals
         for pat, ri, kind in candidates:
             m = pat.search(line)
             if not m:
@@ -153,20 +202,21 @@ class Engine:
                     self._hit(rule, st.name, ev, m.groups())
 
     def _extract(self, st: NodeState, key: str, n: int, line: str) -> None:
-        if (m := VERSION.search(line)) and key not in st.version:
+        if "NCCL version" in line and (m := VERSION.search(line)) and key not in st.version:
             st.version[key] = (m.group(1), n, line.strip())
-        if m := NET_DEFINITE.search(line):
+        if ("Using " in line or "via NET/" in line) and (m := NET_DEFINITE.search(line)):
             kind = m.group(1) or m.group(2)
             cur = st.transport.get(key)
             if cur is None or not cur[1]:
                 st.transport[key] = (kind, True, n, line.strip())
-        elif (m := NET_TENTATIVE.search(line)) and key not in st.transport:
+        elif key not in st.transport and " : Using [" in line and (m := NET_TENTATIVE.search(line)):
             st.transport[key] = (m.group(1), False, n, line.strip())
-        if m := PLUGIN_EXTERNAL.search(line):
-            st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
-        elif PLUGIN_INTERNAL.search(line) and key not in st.plugin:
-            st.plugin[key] = ("internal", n, line.strip())
-        if (m := NRANKS.search(line)) and key not in st.nnodes_seen:
+        if "lugin" in line:
+            if m := PLUGIN_EXTERNAL.search(line):
+                st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
+            elif PLUGIN_INTERNAL.search(line) and key not in st.plugin:
+                st.plugin[key] = ("internal", n, line.strip())
+        if " nNodes " in line and (m := NRANKS.search(line)) and key not in st.nnodes_seen:
             st.nnodes_seen[key] = (int(m.group(3)), int(m.group(2)), n, line.strip())
             if self.expected_nnodes and int(m.group(3)) < self.expected_nnodes:
                 self._raise_cross("ranks-not-joined", "error", [st.name],
