@@ -425,20 +425,38 @@ class Runbook:
         rc = proc.returncode
         if proc.lost:
             self._node_state(nr.name, "lost", nr.error or "the connection to the node was lost", rc=rc)
-        elif self._stopped_by_user:
+        elif self._stopped_by_user or (self._stopped_after_loss and rc in (143, 137, 1)):
             self._node_state(nr.name, "stopped", f"stopped (rc={rc})", rc=rc)
         elif rc == 0:
             self._node_state(nr.name, "exited", "exited 0", rc=rc)
         else:
             self._node_state(nr.name, "failed", f"exited {rc}", rc=rc)
+            self._fail_fast(nr)
         self._write_summary()
 
+    def _fail_fast(self, failed: NodeRun, grace: float = 5.0) -> None:
+        """A node's torchrun failed: the job cannot finish (no elastic restarts), and the other nodes
+        would only notice at their next collective (or sit in torchrun's 300 s exit barrier).
+        Give them a moment to print their own errors, then stop them."""
+        def later() -> None:
+            time.sleep(grace)
+            others = [o for o in self.nodes.values() if o is not failed and o.process is not None and o.process.running]
+            if others and not self._stopped_by_user and not self.closed:
+                self.emit(Notice("warning", f"{failed.name} failed: stopping the job on "
+                                            f"{', '.join(o.name for o in others)}"))
+                self._stopped_after_loss = True
+                for o in others:
+                    o.process.stop()
+
+        threading.Thread(target=later, daemon=True).start()
+
     def _step_launch_master(self, step: Step) -> str:
-        self._stopped_by_user = False
-        self.results.clear()
-        with self._engine_lock:  # a new launch: what the last one said no longer stands
-            self.engine = self._new_engine()
-            self._own_findings.clear()
+        if not self.job_running:  # a fresh launch: what the last one said no longer stands
+            self._stopped_by_user = False
+            self.results.clear()
+            with self._engine_lock:
+                self.engine = self._new_engine()
+                self._own_findings.clear()
         self.plan()
         self._launch(self.nodes[self.pb.master])
         m = self.nodes[self.pb.master]
