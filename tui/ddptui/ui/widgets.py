@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -61,6 +62,26 @@ class StepTable(DataTable):
                 self.move_cursor(row=i)
 
 
+class SeverityHighlighter(Highlighter):
+    """Whole-line colours by severity: NCCL WARN and warnings, errors and tracebacks, results.
+
+    Applied by Log only to the lines on screen, so a flood costs nothing here."""
+
+    def highlight(self, text: Text) -> None:
+        s = text.plain
+        if "NCCL WARN" in s or "Warning" in s or " WARN " in s or s.startswith("W1") or "] W" in s[:20]:
+            text.stylize("yellow")
+        elif ("Error" in s or "Traceback" in s or "FAILED" in s or "exitcode" in s or "error:" in s
+              or s.startswith("E1") or "Connection refused" in s):
+            text.stylize("bold red")
+        elif "ddptui-smoke result" in s:
+            text.stylize("bold green")
+        elif s.startswith("$ "):
+            text.stylize("cyan")
+        elif "NCCL INFO" in s or s.startswith("I1"):
+            text.stylize("dim")
+
+
 class NodePane(Vertical):
     """One node: a header (name, role, ranks, state, elapsed) over its log.
 
@@ -89,7 +110,9 @@ class NodePane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="pane-header")
-        yield Log(max_lines=self.max_lines, auto_scroll=True, highlight=False)
+        log = Log(max_lines=self.max_lines, auto_scroll=True, highlight=True)
+        log.highlighter = SeverityHighlighter()
+        yield log
 
     @property
     def log(self) -> Log:
