@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import subprocess
@@ -37,7 +36,7 @@ def latency(reps: int = 200) -> list[float]:
     out = []
     for _ in range(reps):
         got: list[float] = []
-        e = Engine(on_change=lambda f: got.append(time.perf_counter()) if f.id == "ib-socket-mismatch" else None)
+        e = Engine(on_change=lambda f, got=got: got.append(time.perf_counter()) if f.id == "ib-socket-mismatch" else None)
         e.feed("node02", ib)
         e.feed("node03", sock[:cut])
         t0 = time.perf_counter()

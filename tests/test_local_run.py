@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -100,7 +99,7 @@ def test_ctrl_c_stops_the_job_and_exits_130(tmp_path: Path, runs_dir: Path) -> N
 
 
 async def test_tui_runs_the_local_playbook_and_both_results_reach_the_pane(runs_dir: Path) -> None:
-    for attempt in range(2):
+    for _attempt in range(2):
         app = DdptuiApp(playbook=LOCAL, runs_dir=runs_dir)
         async with app.run_test(size=(160, 45)) as pilot:
             screen = app.screen

@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from tests.cluster.conftest import NODES, cluster_playbook
 from tests.cluster.netns import Cluster

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from ddptui.core.playbook.loader import load_playbook
 from ddptui.core.transport.factory import SSHSettings

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,6 @@ from ddptui.core.transport.factory import SSHSettings
 from ddptui.core.transport.ssh import SSHTransport
 from tests.cluster.conftest import NODES, cluster_playbook
 from tests.cluster.netns import Cluster
-from tests.conftest import ddptui_exe
 
 OPTS = SSHOptions(connect_timeout=3, command_timeout=30)
 

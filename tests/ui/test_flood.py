@@ -4,7 +4,6 @@ and every line is on disk. Three local "nodes" run a real torchrun each (static 
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from . import __version__
-from .core.errors import DdptuiError, NodeError, PlaybookError, UsageError
+from .core.errors import DdptuiError, PlaybookError, UsageError
 
 SUBCOMMANDS = ("validate", "check", "run", "diagnose")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 @dataclass(frozen=True)

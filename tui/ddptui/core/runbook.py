@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .checks.preflight import NodeTarget, Preflight, PreflightResult
 from .diagnosis.engine import Engine
@@ -325,7 +325,7 @@ class Runbook:
                 scripts[name] = nr.transport.put_file(builtin, builtin.name)
             elif nr.transport.kind == "local" and not (self._spec(name).workdir or self.pb.job.workdir) \
                     and self.pb.path is not None:
-                scripts[name] = str((self.pb.path.resolve().parent / self.pb.job.script))
+                scripts[name] = str(self.pb.path.resolve().parent / self.pb.job.script)
             else:
                 scripts[name] = self.pb.job.script
         plans = plan_launch(self.pb, LaunchInputs(

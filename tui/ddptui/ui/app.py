@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import CancelledError
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from textual.app import App, SystemCommand
 from textual.screen import Screen
@@ -88,7 +89,10 @@ class DdptuiApp(App):
     def _stop_and_exit(self, screen: PlaybookScreen) -> None:
         def work() -> None:
             screen.runbook.close()
-            self.call_from_thread(self.exit)
+            try:
+                self.call_from_thread(self.exit)
+            except (RuntimeError, CancelledError):
+                pass  # the app is already gone: nothing left to exit
 
         threading.Thread(target=work, daemon=True).start()
 

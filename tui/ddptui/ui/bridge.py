@@ -46,7 +46,7 @@ class EventBridge:
                     del buf[: len(buf) - self.max_lines]
             else:
                 out.events.append(ev)
-        for node, buf in out.lines.items():
+        for _node, buf in out.lines.items():
             if len(buf) > self.max_lines:
                 del buf[: len(buf) - self.max_lines]
         return out

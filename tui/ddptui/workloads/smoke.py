@@ -59,7 +59,7 @@ def main() -> int:
     ddp = DDP(model, device_ids=[local_rank] if backend == "nccl" else None)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(rank)  # different data per rank
-    for step in range(args.steps):
+    for _step in range(args.steps):
         x = torch.randn(16, 32, generator=gen).to(device)
         y = torch.randn(16, 4, generator=gen).to(device)
         loss = torch.nn.functional.mse_loss(ddp(x), y)

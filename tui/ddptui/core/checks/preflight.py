@@ -12,7 +12,7 @@ import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from ..diagnosis.model import Evidence, Finding, Fix
 from ..playbook.model import Playbook

@@ -10,7 +10,8 @@ import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -370,7 +371,7 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         src = ctx.lines[line - 1] if 0 < line <= len(ctx.lines) else ""
         msg = f"YAML syntax error: {e.problem or e.context}"
-        raise PlaybookError(path, [Problem(path, line, col, msg, "check the indentation and quoting", src)])
+        raise PlaybookError(path, [Problem(path, line, col, msg, "check the indentation and quoting", src)]) from None
     if root is None:
         raise PlaybookError(path, [Problem(path, 1, 1, "the playbook is empty", "start from playbooks/local-smoke.yaml")])
     top = _mapping(ctx, root, "the playbook", TOP_KEYS, ("name", "nodes", "job"))

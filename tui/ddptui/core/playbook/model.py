@@ -100,7 +100,7 @@ class Playbook:
     def nproc_of(self, node: NodeSpec) -> int:
         return node.nproc_per_node or self.job.nproc_per_node
 
-    def with_env(self, changes: dict[str, str | None], nodes: tuple[str, ...] = ()) -> "Playbook":
+    def with_env(self, changes: dict[str, str | None], nodes: tuple[str, ...] = ()) -> Playbook:
         """A copy with env changes (None removes a key), on the job or on the named nodes."""
         if not nodes:
             env = dict(self.job.env)

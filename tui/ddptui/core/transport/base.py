@@ -9,7 +9,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text(encoding="utf-8")
 _CTL = "\x1eddptui-guard "

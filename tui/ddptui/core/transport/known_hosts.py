@@ -28,7 +28,7 @@ class KnownHosts:
     _keys: paramiko.HostKeys = field(default_factory=paramiko.HostKeys)
 
     @classmethod
-    def load(cls, files: list[Path]) -> "KnownHosts":
+    def load(cls, files: list[Path]) -> KnownHosts:
         kh = cls(files)
         for f in files:
             try:

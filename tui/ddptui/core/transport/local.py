@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport, read_loop
 

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import paramiko
 
@@ -250,7 +250,7 @@ class SSHTransport(Transport):
             s.settimeout(target.connect_timeout)
             try:
                 s.connect(addr)
-            except socket.timeout:
+            except TimeoutError:
                 s.close()
                 raise NodeError(self.node, f"timed out after {target.connect_timeout:g} s connecting to {where} "
                                            "(ConnectTimeout): the node is down, or a firewall drops the packets", "timeout") from None
@@ -472,12 +472,12 @@ class SSHTransport(Transport):
                 try:
                     if sftp.stat(path).st_size == len(data):
                         return path
-                except IOError:
+                except OSError:
                     pass
                 for d in (f"{home.rstrip('/')}/.cache", f"{home.rstrip('/')}/.cache/ddptui"):
                     try:
                         sftp.mkdir(d)
-                    except IOError:
+                    except OSError:
                         pass
                 tmp = f"{path}.{os.getpid()}.tmp"
                 with sftp.open(tmp, "wb") as f:
