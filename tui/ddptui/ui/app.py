@@ -89,6 +89,8 @@ class DdptuiApp(App):
     def _stop_and_exit(self, screen: PlaybookScreen) -> None:
         def work() -> None:
             screen.runbook.close()
+            if not self.is_running:
+                return  # the app is already gone: nothing left to exit
             try:
                 self.call_from_thread(self.exit)
             except (RuntimeError, CancelledError):
