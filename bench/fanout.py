@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ddptui.core.playbook.model import NodeSpec, SSHOptions
 from ddptui.core.transport.factory import SSHSettings
 from ddptui.core.transport.ssh import SSHTransport
-from tests.cluster.netns import NodeOpts, down, missing_requirements, up
+from bench.common import NAMES, namespace_cluster
 
 CMD = ["sh", "-c", "hostname; ip -j addr; ip -j route"]
 
@@ -38,14 +38,10 @@ def openssh(cfg, names: list[str]) -> float:
 
 
 def main() -> int:
-    why = missing_requirements()
-    if why:
-        print(f"skipped: {why}")
-        return 0
-    os.environ.pop("SSH_AUTH_SOCK", None)
-    names = [f"node{i:02d}" for i in range(2, 10)]
-    cl = up([NodeOpts(n) for n in names])
-    try:
+    names = NAMES
+    with namespace_cluster(names) as cl:
+        if cl is None:
+            return 0
         cfg = cl.ssh_config
         one(cfg, names[0])  # warm up imports and caches
         reps = 5
@@ -71,8 +67,6 @@ def main() -> int:
         print(f"  OpenSSH ssh, 1 node    {o1 * 1000:8.1f} ms")
         print(f"  OpenSSH ssh, 8 at once {o8 * 1000:8.1f} ms   {o8 / o1:5.2f}x one node")
         print(f"  fan-out speed-up over serial: {ms / m8:.2f}x; ddptui 8 nodes / OpenSSH 8 nodes: {m8 / o8:.2f}x")
-    finally:
-        down(cl)
     return 0
 
 

@@ -23,9 +23,8 @@ from ddptui.core.checks.software import PROBE
 from ddptui.core.playbook.loader import load_playbook
 from ddptui.core.runbook import Runbook
 from ddptui.core.transport.factory import SSHSettings, make_factory
-from tests.cluster.netns import NodeOpts, down, missing_requirements, up
+from bench.common import NAMES, namespace_cluster
 
-NAMES = [f"node{i:02d}" for i in range(2, 10)]
 
 
 def ddptui_once(pb_path: Path, cfg: Path, runs: Path) -> float:
@@ -50,13 +49,9 @@ def pdsh_once(cfg: Path) -> float:
 
 
 def main() -> int:
-    why = missing_requirements() or (None if shutil.which("pdsh") else "pdsh is not installed")
-    if why:
-        print(f"skipped: {why}")
-        return 0
-    os.environ.pop("SSH_AUTH_SOCK", None)
-    cl = up([NodeOpts(n) for n in NAMES])
-    try:
+    with namespace_cluster(NAMES, None if shutil.which("pdsh") else "pdsh is not installed") as cl:
+        if cl is None:
+            return 0
         tmp = Path(tempfile.mkdtemp())
         pb = tmp / "bench.yaml"
         pb.write_text(f"name: bench\nnodes: node[02-09]\njob:\n  script: builtin:smoke\n  master_port: 29570\n"
@@ -71,8 +66,6 @@ def main() -> int:
         print(f"  ddptui connect + check (all facts, port test, findings) {md * 1000:8.1f} ms")
         print(f"  pdsh, the same probe and software commands              {mp * 1000:8.1f} ms")
         print(f"  ratio ddptui / pdsh: {md / mp:.2f}x")
-    finally:
-        down(cl)
     return 0
 
 

@@ -30,7 +30,7 @@ SUBNET, SUBNET2 = "10.213.0", "10.214.0"
 STATE = Path("/run/ddptui-testcluster.json")
 
 
-def sh(*args: str, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     r = subprocess.run(list(args), capture_output=True, text=True)
     if check and r.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
@@ -269,8 +269,6 @@ def _start_sshd(cl: Cluster, n: Node) -> None:
 
 
 def _wait_listening(cl: Cluster, timeout: float = 10.0) -> None:
-    import socket
-
     for n in cl.nodes.values():
         if not n.sshd_pid:
             continue
@@ -283,7 +281,6 @@ def _wait_listening(cl: Cluster, timeout: float = 10.0) -> None:
                 log = (cl.root / n.name / "sshd.log").read_text()
                 raise RuntimeError(f"sshd on {n.name} did not listen: {log}")
             time.sleep(0.05)
-    del socket
 
 
 def down(cl: Cluster | None = None) -> None:

@@ -280,7 +280,8 @@ def check_report(path: Path, rb) -> dict:
     for name, nr in rb.nodes.items():
         reachable = nr.transport is not None and nr.state != "unreachable"
         facts = pf.facts.get(name) if pf else None
-        checks = [c.to_json() for c in pf.checks.get(name, [])] if pf else []
+        checks = [{"id": c.check, "status": c.status, "summary": c.summary, "command": c.command,
+                   "output": c.output} for c in pf.checks.get(name, [])] if pf else []
         if reachable:
             checks.insert(0, {"id": "ssh", "status": "pass", "summary": f"connected ({nr.transport.kind})",
                               "command": "", "output": ""})

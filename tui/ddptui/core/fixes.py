@@ -56,12 +56,10 @@ def apply_fix(text: str, fix: Fix) -> str:
                 if target not in names:
                     continue
                 if isinstance(item, str):  # split a hostlist item so the one node can carry env
-                    rest = [n for n in names if n != target]
                     node = CommentedMap([("name", target), ("env", CommentedMap())])
                     nodes.pop(i)
                     for j, n in enumerate(names):
                         nodes.insert(i + j, node if n == target else n)
-                    del rest
                     item = node
                 if item.get("env") is None:
                     item["env"] = CommentedMap()

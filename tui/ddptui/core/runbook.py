@@ -8,6 +8,8 @@ thread. Everything it learns goes out through `sink` as events.
 from __future__ import annotations
 
 import collections
+import shlex
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -55,6 +57,7 @@ class NodeRun:
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=20))
     facts: dict = field(default_factory=dict)
     agent: RootCauseParser = field(default_factory=RootCauseParser)
+    watcher: threading.Thread | None = None  # posts the node's state when its job exits
 
 
 TransportFactory = Callable[["Playbook", str], Transport]
@@ -78,8 +81,8 @@ class Runbook:
         self._lock = threading.RLock()
         self._started = time.time()
         self._stopped_by_user = False
-        self._stopped_after_loss = False
-        self._finished = False
+        self._stopping: set[str] = set()  # nodes ddptui itself asked to stop in this launch
+        self._joined: set[str] = set()  # workers that joined after waiting for the master
         self.closed = False
 
     # ---- live diagnosis ---------------------------------------------------------------------
@@ -121,10 +124,8 @@ class Runbook:
                     self.emit(FindingRaised(f.to_json()))
             elif f is not None and node in f.nodes and f.state == "active" and (
                     "Rendezvous complete for workers" in line or "init_process_group done" in line):
-                joined = getattr(f, "_joined", set())
-                joined.add(node)
-                f._joined = joined  # type: ignore[attr-defined]
-                if set(f.nodes) <= joined:
+                self._joined.add(node)
+                if set(f.nodes) <= self._joined:
                     f.state = "resolved"
                     self.emit(FindingRaised(f.to_json()))
 
@@ -244,7 +245,7 @@ class Runbook:
         nr.transport = t
         nr.error = None
         spec = next(n for n in self.pb.nodes if n.name == nr.name)
-        nr.python = spec.python or self.pb.job.python or ("python3" if t.kind != "local" else _local_python())
+        nr.python = spec.python or self.pb.job.python or ("python3" if t.kind != "local" else sys.executable)
         self._node_state(nr.name, "connected", f"{t.kind} {t.address or ''}".strip())
 
     def _step_connect(self, step: Step) -> str:
@@ -264,7 +265,7 @@ class Runbook:
         cwd = spec.workdir or self.pb.job.workdir
         if nr.transport.kind == "local" and not cwd and self.pb.path is not None:
             cwd = str(self.pb.path.resolve().parent)
-        shell = f"cd {_q(cwd)} && test -f {_q(script)}" if cwd else f"test -f {_q(script)}"
+        shell = f"cd {shlex.quote(cwd)} && test -f {shlex.quote(script)}" if cwd else f"test -f {shlex.quote(script)}"
         r = nr.transport.run([], shell=shell, timeout=self.pb.ssh.command_timeout)
         ok = r.rc == 0
         self.emit(CheckResult(nr.name, "script", "pass" if ok else "fail",
@@ -278,10 +279,7 @@ class Runbook:
                               nr.python, self._env_for(nr.name), self.pb.nproc_of(self._spec(nr.name)))
                    for nr in self.nodes.values()]
 
-        def on_check(row) -> None:
-            self.emit(CheckResult(row.node, row.id, row.status, row.summary, row.command, row.output))
-
-        pf = Preflight(self.pb, targets, self._master_addr(), on_check, self.pb.ssh.command_timeout)
+        pf = Preflight(self.pb, targets, self._master_addr(), self.emit, self.pb.ssh.command_timeout)
         result = pf.run()
         self.preflight = result
         for name, nf in result.facts.items():
@@ -292,7 +290,7 @@ class Runbook:
         failed = result.failed()
         errors = result.errors()
         if failed or errors or missing:
-            parts = ([f"{c.node}: {c.id}: {c.summary}" for c in failed] + [f"{f.id}: {f.summary}" for f in errors]
+            parts = ([f"{c.node}: {c.check}: {c.summary}" for c in failed] + [f"{f.id}: {f.summary}" for f in errors]
                      + [f"{n}: {e}" for n, e in missing.items()])
             raise StepFailed(f"{len(failed)} check{'s' if len(failed) != 1 else ''} failed, "
                              f"{len(errors)} error finding{'s' if len(errors) != 1 else ''}: " + "; ".join(parts))
@@ -347,17 +345,14 @@ class Runbook:
             first = run_dir.append(name, lines)
             nr.tail.extend(lines)
             had_world = nr.agent.world_size
-            for line in lines:
+            for line in lines:  # one pass: torchrun's own reports and the smoke test's results
                 nr.agent.feed(line)
+                if "ddptui-smoke result" in line and (r := parse_result_line(line)):
+                    r["node"] = name
+                    self.results.append(r)
             if had_world is None and nr.agent.world_size is not None:
                 self._check_world_size(nr)
             self._diagnose(name, lines, first)
-            for line in lines:
-                if "ddptui-smoke result" in line:
-                    r = parse_result_line(line)
-                    if r:
-                        r["node"] = name
-                        self.results.append(r)
             self._sink(NodeOutput(name, tuple(lines), first))
 
         plan = nr.plan
@@ -370,7 +365,8 @@ class Runbook:
             rc = proc.wait(1)
             raise StepFailed(f"{name}: the job did not start (rc={rc}): {' '.join(proc.diagnostics[-3:])}")
         self._node_state(name, "running", f"pid {proc.pid}", pid=proc.pid, pgid=proc.pgid)
-        threading.Thread(target=self._await_exit, args=(nr, proc), daemon=True).start()
+        nr.watcher = threading.Thread(target=self._await_exit, args=(nr, proc), daemon=True)
+        nr.watcher.start()
         self._start_monitor()
 
     def _check_world_size(self, nr: NodeRun) -> None:
@@ -414,10 +410,7 @@ class Runbook:
         self.emit(Notice("error", f"{nr.name} stopped answering: marking it lost and stopping the job on the others",
                          nr.name))
         nr.transport.close()  # ends its readers: the process is done, lost
-        others = [o for o in self.nodes.values() if o is not nr and o.process is not None and o.process.running]
-        self._stopped_after_loss = True
-        for o in others:
-            o.process.stop()
+        self._stop_nodes([o for o in self.nodes.values() if o is not nr])
 
     def _await_exit(self, nr: NodeRun, proc: RemoteProcess) -> None:
         proc.wait()
@@ -425,7 +418,7 @@ class Runbook:
         rc = proc.returncode
         if proc.lost:
             self._node_state(nr.name, "lost", nr.error or "the connection to the node was lost", rc=rc)
-        elif self._stopped_by_user or (self._stopped_after_loss and rc in (143, 137, 1)):
+        elif nr.name in self._stopping:
             self._node_state(nr.name, "stopped", f"stopped (rc={rc})", rc=rc)
         elif rc == 0:
             self._node_state(nr.name, "exited", "exited 0", rc=rc)
@@ -444,15 +437,15 @@ class Runbook:
             if others and not self._stopped_by_user and not self.closed:
                 self.emit(Notice("warning", f"{failed.name} failed: stopping the job on "
                                             f"{', '.join(o.name for o in others)}"))
-                self._stopped_after_loss = True
-                for o in others:
-                    o.process.stop()
+                self._stop_nodes(others)
 
         threading.Thread(target=later, daemon=True).start()
 
     def _step_launch_master(self, step: Step) -> str:
         if not self.job_running:  # a fresh launch: what the last one said no longer stands
             self._stopped_by_user = False
+            self._stopping.clear()
+            self._joined.clear()
             self.results.clear()
             with self._engine_lock:
                 self.engine = self._new_engine()
@@ -507,11 +500,12 @@ class Runbook:
             if nr.process.wait(left) is None and nr.process.running:
                 self.stop_job()
                 raise StepFailed(f"the job ran past the step's timeout of {step.timeout:g} s and was stopped")
-        time.sleep(0.05)  # let the exit watchers post their node states first
+        for nr in procs:  # their node states are posted before the step's verdict
+            if nr.watcher is not None:
+                nr.watcher.join(10)
         with self._engine_lock:
             self.engine.finish()
         bad = [nr for nr in procs if nr.process.returncode != 0 or nr.process.lost]
-        self._finished = True
         if self._stopped_by_user:
             raise StepFailed("stopped by the user")
         if bad:
@@ -555,8 +549,7 @@ class Runbook:
             return
         self._stopped_by_user = True
         self.emit(Notice("info", f"stopping the job on {', '.join(nr.name for nr in running)}"))
-        for nr in running:
-            nr.process.stop()
+        self._stop_nodes(running)
         if wait:
             for nr in running:
                 nr.process.wait(self.pb.job.stop_grace + 10)
@@ -568,6 +561,13 @@ class Runbook:
             lost = [nr.name for nr in self.nodes.values() if nr.process is not None and nr.process.lost]
             return {"node": lost[0], "lost": True} if lost else None
         return {"node": ff[0], **ff[1]}
+
+    def _stop_nodes(self, nodes: list[NodeRun]) -> None:
+        """Ask each running node's guard to stop its job; remember that ddptui did."""
+        for nr in nodes:
+            if nr.process is not None and nr.process.running:
+                self._stopping.add(nr.name)
+                nr.process.stop()
 
     def summary(self) -> dict:
         nodes = {}
@@ -612,14 +612,3 @@ class Runbook:
             self.run_dir.close()
         self.closed = True
 
-
-def _q(s: str) -> str:
-    import shlex
-
-    return shlex.quote(s)
-
-
-def _local_python() -> str:
-    import sys
-
-    return sys.executable

@@ -9,7 +9,6 @@ flood of lines costs one `write_lines` per pane per frame, never one message per
 from __future__ import annotations
 
 import collections
-import threading
 from dataclasses import dataclass, field
 
 from ..core.events import Event, NodeOutput
@@ -25,9 +24,7 @@ class Drained:
 class EventBridge:
     def __init__(self, max_lines_per_pane: int) -> None:
         self._q: collections.deque[Event] = collections.deque()
-        self._lock = threading.Lock()
         self.max_lines = max_lines_per_pane
-        self.received = 0
 
     def push(self, ev: Event) -> None:  # any thread
         self._q.append(ev)  # deque.append is atomic
@@ -41,7 +38,6 @@ class EventBridge:
                 buf = out.lines.setdefault(ev.node, [])
                 buf.extend(ev.lines)
                 out.counts[ev.node] = out.counts.get(ev.node, 0) + len(ev.lines)
-                self.received += len(ev.lines)
                 if len(buf) > 2 * self.max_lines:
                     del buf[: len(buf) - self.max_lines]
             else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -436,8 +437,6 @@ class PlaybookScreen(Screen):
         """Stop the job everywhere, save the fixed playbook as a new revision, run it again in order."""
         self.app.call_from_thread(self.notify, f"applying the fix for {finding_id}: stopping the job on every node…")
         self.runbook.close()  # TERM to every node's process group, then KILL; summary written
-        import time
-
         deadline = time.monotonic() + 60  # the old run's step worker ends once its job is stopped
         while self.busy.is_set() and time.monotonic() < deadline:
             time.sleep(0.05)

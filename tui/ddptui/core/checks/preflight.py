@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 
 from ..diagnosis.model import Evidence, Finding, Fix
+from ..events import CheckResult
 from ..playbook.model import Playbook
 from ..transport.base import Transport
 from . import facts as F
@@ -23,20 +24,6 @@ from .probe import CONNECT, LISTENER, parse_sections, probe_commands, probe_scri
 from .software import PROBE, judge_software, parse_probe
 
 SHM_MIN_MIB = 1024
-
-
-@dataclass(frozen=True)
-class CheckRow:
-    node: str
-    id: str
-    status: str  # pass, warn, fail, skip
-    summary: str
-    command: str = ""
-    output: str = ""
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "status": self.status, "summary": self.summary, "command": self.command,
-                "output": self.output}
 
 
 @dataclass
@@ -52,12 +39,12 @@ class NodeTarget:
 @dataclass
 class PreflightResult:
     facts: dict[str, F.NodeFacts] = field(default_factory=dict)
-    checks: dict[str, list[CheckRow]] = field(default_factory=dict)
+    checks: dict[str, list[CheckResult]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     backend: str = "gloo"
     master_addr: str | None = None
 
-    def failed(self) -> list[CheckRow]:
+    def failed(self) -> list[CheckResult]:
         return [c for rows in self.checks.values() for c in rows if c.status == "fail"]
 
     def errors(self) -> list[Finding]:
@@ -77,7 +64,7 @@ def login_ping(host: str, timeout: float = 2.0) -> tuple[bool, str, str]:
 
 class Preflight:
     def __init__(self, pb: Playbook, targets: list[NodeTarget], master_addr: str,
-                 on_check: Callable[[CheckRow], None], command_timeout: float = 60.0) -> None:
+                 on_check: Callable[[CheckResult], None], command_timeout: float = 60.0) -> None:
         self.pb = pb
         self.targets = targets
         self.master_addr = master_addr
@@ -86,7 +73,7 @@ class Preflight:
         self.result = PreflightResult(master_addr=master_addr)
         self._lock = threading.Lock()
 
-    def _check(self, row: CheckRow) -> None:
+    def _check(self, row: CheckResult) -> None:
         with self._lock:
             self.result.checks.setdefault(row.node, []).append(row)
         self.on_check(row)
@@ -109,7 +96,7 @@ class Preflight:
 
         if t.transport.kind != "local":
             ok, cmd, out = login_ping(t.transport.address or n)
-            self._check(CheckRow(n, "ping", "pass" if ok else "warn",
+            self._check(CheckResult(n, "ping", "pass" if ok else "warn",
                                  "answers ping from the login node" if ok else "no ICMP answer from the login node (SSH works)",
                                  cmd, out))
         hs = sec.get("hostname")
@@ -117,17 +104,17 @@ class Preflight:
         nf.hostname_resolves_to = F.parse_getent(sec["resolve"].output) if "resolve" in sec else []
         loop = [a for a in nf.hostname_resolves_to if F.is_loopback(a)]
         if not nf.hostname_resolves_to:
-            self._check(CheckRow(n, "hostname", "warn", f"{nf.hostname!r} does not resolve on the node", *ev("resolve")))
+            self._check(CheckResult(n, "hostname", "warn", f"{nf.hostname!r} does not resolve on the node", *ev("resolve")))
         elif loop and t.transport.kind != "local":
-            self._check(CheckRow(n, "hostname", "warn", f"{nf.hostname} resolves to {loop[0]} (loopback)", *ev("resolve")))
+            self._check(CheckResult(n, "hostname", "warn", f"{nf.hostname} resolves to {loop[0]} (loopback)", *ev("resolve")))
         else:
-            self._check(CheckRow(n, "hostname", "pass", f"{nf.hostname} → {', '.join(nf.hostname_resolves_to)}", *ev("resolve")))
+            self._check(CheckResult(n, "hostname", "pass", f"{nf.hostname} → {', '.join(nf.hostname_resolves_to)}", *ev("resolve")))
         try:
             nf.interfaces = F.parse_ip_addr(sec["addr"].output) if "addr" in sec and sec["addr"].ok else []
         except ValueError:
             nf.interfaces = []
         odd = [i.name for i in nf.interfaces if i.kind in ("docker", "virtual") and i.ipv4()]
-        self._check(CheckRow(n, "interfaces", "pass" if nf.interfaces else "fail",
+        self._check(CheckResult(n, "interfaces", "pass" if nf.interfaces else "fail",
                              ", ".join(f"{i.name} {','.join(i.ipv4()) or '-'}" for i in nf.interfaces if i.up)
                              + (f"; docker/virtual: {', '.join(odd)}" if odd else ""), *ev("addr")))
         if "route" in sec:
@@ -140,13 +127,13 @@ class Preflight:
                 r = {**r, "interface": interface_of(nf.interfaces, self.master_addr) or r.get("interface"),
                      "source": self.master_addr}
                 nf.route_to_master = r
-            self._check(CheckRow(n, "route", "pass" if r else "fail",
+            self._check(CheckResult(n, "route", "pass" if r else "fail",
                                  f"to {self.master_addr} via {r.get('interface')} from {r.get('source')}" if r
                                  else f"no route to the master {self.master_addr}", *ev("route")))
         nf.shell_env = F.parse_env(sec["env"].output) if "env" in sec else {}
         nf.env = {**nf.shell_env, **{k: v for k, v in t.env.items() if k.startswith(F.ENV_PREFIXES)}}
         set_by_shell = {k: v for k, v in nf.shell_env.items() if t.env.get(k, v) == v and k not in t.env}
-        self._check(CheckRow(n, "env", "pass",
+        self._check(CheckResult(n, "env", "pass",
                              ("shell sets " + ", ".join(f"{k}={v}" for k, v in sorted(set_by_shell.items()))
                               if set_by_shell else "the shell sets no NCCL_/GLOO_/TORCH_/CUDA_ variables"), *ev("env")))
         # GPUs
@@ -161,12 +148,13 @@ class Preflight:
             nf.gpu_processes = [l.strip() for l in apps.output.splitlines() if l.strip()] if apps and apps.ok else []
         # InfiniBand / RoCE
         ports = F.parse_ib_sysfs(sec["ib-sysfs"].output) if "ib-sysfs" in sec else []
+        ib_ev = ev("ib-sysfs")
         if not ports and "ibv_devinfo" in sec and sec["ibv_devinfo"].ok:
             ports = F.parse_ibv_devinfo(sec["ibv_devinfo"].output)
+            ib_ev = ev("ibv_devinfo")
         nf.ib_devices = ports
         nf.predicted_transport, nf.transport_reason = predicted_transport(ports, nf.env)
-        ib_ev = ev("ib-sysfs") if F.parse_ib_sysfs(sec.get("ib-sysfs").output if "ib-sysfs" in sec else "") else ev("ibv_devinfo")
-        self._check(CheckRow(n, "ib", "pass",
+        self._check(CheckResult(n, "ib", "pass",
                              (", ".join(f"{p.name}:{p.port} {p.state} {p.link_layer}" for p in ports) or "no IB/RoCE device")
                              + f" → NET/{nf.predicted_transport} ({nf.transport_reason})", *ib_ev))
         nf.nccl_interface, why_nccl = nccl_interface(nf.interfaces, nf.env)
@@ -174,12 +162,12 @@ class Preflight:
         nf.shm_mib = F.parse_shm(sec["shm"].output) if "shm" in sec else None
         if nf.shm_mib is not None:
             small = nf.shm_mib < SHM_MIN_MIB and t.nproc > 1
-            self._check(CheckRow(n, "shm", "warn" if small else "pass", f"/dev/shm {nf.shm_mib} MiB", *ev("shm")))
+            self._check(CheckResult(n, "shm", "warn" if small else "pass", f"/dev/shm {nf.shm_mib} MiB", *ev("shm")))
         if is_master and "port" in sec:
             nf.port_listening = sec["port"].output.strip() or None
         if "ping-master" in sec:
             s = sec["ping-master"]
-            self._check(CheckRow(n, "ping-master", "pass" if s.ok else "warn",
+            self._check(CheckResult(n, "ping-master", "pass" if s.ok else "warn",
                                  f"{'answers' if s.ok else 'no answer to'} ping to the master {self.master_addr}", s.command, s.output))
         self._software(t, nf)
         with self._lock:
@@ -219,7 +207,7 @@ class Preflight:
         lout = (lr.stdout + lr.stderr).strip() if lr else "(no answer)"
         lcmd = f"{master.python} -c <listener on :{port}>"
         if lr is not None and "bind-failed" in lr.stdout:
-            self._check(CheckRow(master.name, "master-port", "fail", f"port {port} is already in use on the master", lcmd, lout))
+            self._check(CheckResult(master.name, "master-port", "fail", f"port {port} is already in use on the master", lcmd, lout))
             nf = self.result.facts.get(master.name)
             self.result.findings.append(Finding(
                 "port-in-use", "error", [master.name], f"master_port {port} is already taken on {master.name}",
@@ -229,14 +217,14 @@ class Preflight:
                 Fix(scope="manual", explain=f"stop what listens on {port} on {master.name}, or set job.master_port "
                                             "to a free port")))
             return
-        self._check(CheckRow(master.name, "master-port", "pass", f"port {port} is free; a test listener opened", lcmd, lout))
+        self._check(CheckResult(master.name, "master-port", "pass", f"port {port} is free; a test listener opened", lcmd, lout))
         blocked = []
         for w in workers:
             r = results.get(w.name)
             out = (r.stdout + r.stderr).strip() if r else ""
             ok = r is not None and r.rc == 0
             cmd = f"{w.python} -c <connect {self.master_addr}:{port}>"
-            self._check(CheckRow(w.name, "master-reachable", "pass" if ok else "fail",
+            self._check(CheckResult(w.name, "master-reachable", "pass" if ok else "fail",
                                  f"TCP {self.master_addr}:{port} " + ("connects" if ok else f"fails: {out}"), cmd, out))
             if not ok:
                 blocked.append(Evidence(w.name, 0, out or "no answer", cmd))
@@ -257,7 +245,7 @@ class Preflight:
                 try:
                     f.result()
                 except Exception as e:  # one node's failure never hides the others'
-                    self._check(CheckRow(n, "probe", "fail", f"the probe failed: {getattr(e, 'reason', e)}"))
+                    self._check(CheckResult(n, "probe", "fail", f"the probe failed: {getattr(e, 'reason', e)}"))
         self.result.backend = self._backend()
         self._judge_nodes()
         if self.master_addr and any(t.role == "master" and t.name in self.result.facts for t in self.targets):
@@ -281,7 +269,7 @@ class Preflight:
             n = t.name
             cmd, out = nf.evidence.get("nvidia-smi", ("", ""))
             if not nf.nvidia_smi:
-                self._check(CheckRow(n, "gpus", "fail" if backend == "nccl" else "skip",
+                self._check(CheckResult(n, "gpus", "fail" if backend == "nccl" else "skip",
                                      "no NVIDIA GPU (no nvidia-smi)" + (": nccl needs one per process" if backend == "nccl" else
                                                                         ": fine for a gloo job"), cmd, out))
             else:
@@ -293,7 +281,7 @@ class Preflight:
                 if used or nf.gpu_processes:
                     status = "warn" if status == "pass" else status
                     summary += f"; already in use: {len(nf.gpu_processes) or len(used)} process(es)"
-                self._check(CheckRow(n, "gpus", status, summary, cmd, out))
+                self._check(CheckResult(n, "gpus", status, summary, cmd, out))
                 if nf.gpus and len(nf.gpus) < t.nproc and backend == "nccl":
                     self.result.findings.append(Finding(
                         "gpu-count-short", "error", [n], f"{n} has {len(nf.gpus)} GPUs, nproc_per_node is {t.nproc}",
@@ -304,7 +292,7 @@ class Preflight:
                 if v.check == "backend" and backend == "nccl" and not nf.nvidia_smi:
                     continue  # already said by the gpus check
                 c, o = nf.evidence.get("software", ("", ""))
-                self._check(CheckRow(n, v.check, v.status, v.summary, c, o))
+                self._check(CheckResult(n, v.check, v.status, v.summary, c, o))
             if nf.shm_mib is not None and nf.shm_mib < SHM_MIN_MIB and t.nproc > 1:
                 c, o = nf.evidence.get("shm", ("", ""))
                 self.result.findings.append(Finding(

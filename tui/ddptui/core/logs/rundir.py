@@ -49,9 +49,6 @@ class RunDir:
             self._counts[node] += len(lines)
             return first
 
-    def line_count(self, node: str) -> int:
-        return self._counts.get(node, 0)
-
     def event(self, data: dict[str, Any]) -> None:
         with self._lock:
             if not self._events.closed:

@@ -21,7 +21,11 @@ class RootCauseParser:
         self.world_size: int | None = None
 
     def feed(self, line: str) -> None:
-        line = _PREFIX.sub("", line)
+        # on the log hot path: most lines are neither part of the block nor the world size
+        if not self._in and "Root Cause" not in line and "global_world_sizes=" not in line:
+            return
+        if line.startswith("[default"):
+            line = _PREFIX.sub("", line)
         if self.world_size is None and "global_world_sizes=" in line:
             m = _WORLD.search(line)
             if m:

@@ -64,7 +64,12 @@ class LineSplitter:
 
 
 class RemoteProcess(ABC):
-    """A job started under the guard on one node."""
+    """A job started under the guard on one node.
+
+    Subclasses give three byte sources and the final status; this class runs the readers: the
+    job's merged output goes to `on_lines` in batches, the guard's stderr carries its control
+    lines (pid/pgid, exit code), and `done` is set once both streams have ended.
+    """
 
     def __init__(self, node: str) -> None:
         self.node = node
@@ -75,6 +80,43 @@ class RemoteProcess(ABC):
         self.started = threading.Event()
         self.done = threading.Event()
         self.diagnostics: list[str] = []  # guard stderr that was not a control line
+
+    def _start_readers(self, on_lines: OnLines) -> None:
+        out = threading.Thread(target=read_loop, args=(self._read_stdout, on_lines), daemon=True)
+        err = threading.Thread(target=self._read_control, daemon=True)
+        out.start()
+        err.start()
+
+        def reap() -> None:
+            out.join()
+            err.join()
+            if self.returncode is None:  # the guard could not say: ask the channel or the process
+                self.returncode, lost = self._exit_status()
+                self.lost = self.lost or lost  # ddptui may already have declared the node lost
+            self.started.set()
+            self.done.set()
+
+        threading.Thread(target=reap, daemon=True).start()
+
+    def _read_control(self) -> None:
+        splitter = LineSplitter()
+        while data := self._read_stderr():
+            for line in splitter.feed(data):
+                self._control(line)
+        for line in splitter.flush():
+            self._control(line)
+
+    @abstractmethod
+    def _read_stdout(self) -> bytes:
+        """The next chunk of the job's output; b"" at the end."""
+
+    @abstractmethod
+    def _read_stderr(self) -> bytes:
+        """The next chunk of the guard's own stderr; b"" at the end."""
+
+    @abstractmethod
+    def _exit_status(self) -> tuple[int | None, bool]:
+        """(exit code, lost) when the guard's exit line never came."""
 
     def _control(self, line: str) -> None:
         if not line.startswith(_CTL):
@@ -99,10 +141,6 @@ class RemoteProcess(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Ask the guard to stop the job (TERM to the group, KILL after the grace period)."""
-
-    @abstractmethod
-    def detach(self) -> None:
-        """Stop reading, leaving the job as it is (used only when the user chose to leave it)."""
 
 
 class Transport(ABC):

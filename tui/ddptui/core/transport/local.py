@@ -4,43 +4,30 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from collections.abc import Sequence
 
-from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport, read_loop
+from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport
 
 
 class LocalProcess(RemoteProcess):
     def __init__(self, node: str, popen: subprocess.Popen, on_lines: OnLines) -> None:
         super().__init__(node)
         self._p = popen
-        out = threading.Thread(target=read_loop, args=(self._read_out, on_lines), daemon=True)
-        err = threading.Thread(target=self._read_err, daemon=True)
-        out.start()
-        err.start()
+        self._start_readers(on_lines)
 
-        def reap() -> None:
-            out.join()
-            err.join()
-            rc = popen.wait()
-            if self.returncode is None:  # the guard died before it could say
-                self.returncode = rc if rc >= 0 else 128 - rc
-            self.started.set()
-            self.done.set()
-
-        threading.Thread(target=reap, daemon=True).start()
-
-    def _read_out(self) -> bytes:
+    def _read_stdout(self) -> bytes:
         return os.read(self._p.stdout.fileno(), 65536)
 
-    def _read_err(self) -> None:
-        for raw in self._p.stderr:
-            self._control(raw.decode("utf-8", "replace").rstrip("\n"))
+    def _read_stderr(self) -> bytes:
+        return os.read(self._p.stderr.fileno(), 65536)
+
+    def _exit_status(self) -> tuple[int | None, bool]:
+        rc = self._p.wait()  # the guard itself died before it could say
+        return (rc if rc >= 0 else 128 - rc), False
 
     def stop(self) -> None:
         try:
@@ -48,9 +35,6 @@ class LocalProcess(RemoteProcess):
             self._p.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
             pass
-
-    def detach(self) -> None:
-        pass  # a local job cannot outlive ddptui's pipes; stop() is the only way out
 
 
 class LocalTransport(Transport):
@@ -99,7 +83,3 @@ class LocalTransport(Transport):
         for p in self._procs:
             if p.running:
                 p.stop()
-
-    @staticmethod
-    def hostname() -> str:
-        return socket.gethostname()

@@ -28,7 +28,7 @@ import paramiko
 
 from ..errors import ChangedHostKey, NodeError, UnknownHostKey
 from ..playbook.model import NodeSpec, SSHOptions
-from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport, read_loop
+from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport
 from .known_hosts import KnownHosts, lookup_name
 
 # paramiko logs handshake failures with tracebacks; we turn them into words ourselves.
@@ -118,55 +118,32 @@ class SSHProcess(RemoteProcess):
         super().__init__(node)
         self._chan = chan
         self._t = transport
-        out = threading.Thread(target=read_loop, args=(self._recv, on_lines), daemon=True)
-        err = threading.Thread(target=self._read_err, daemon=True)
-        out.start()
-        err.start()
+        self._start_readers(on_lines)
 
-        def reap() -> None:
-            out.join()
-            err.join()
-            if self.returncode is None:
-                if chan.exit_status_ready():
-                    rc = chan.recv_exit_status()
-                    self.returncode = rc if rc >= 0 else None
-                if self.returncode is None or not self._t.is_active():
-                    self.lost = self.returncode is None
-            self.started.set()
-            self.done.set()
-
-        threading.Thread(target=reap, daemon=True).start()
-
-    def _recv(self) -> bytes:
+    def _read_stdout(self) -> bytes:
         try:
             return self._chan.recv(65536)
         except (OSError, EOFError, paramiko.SSHException):
             return b""
 
-    def _read_err(self) -> None:
-        from .base import LineSplitter
+    def _read_stderr(self) -> bytes:
+        try:
+            return self._chan.recv_stderr(65536)
+        except (OSError, EOFError, paramiko.SSHException):
+            return b""
 
-        sp = LineSplitter()
-        while True:
-            try:
-                data = self._chan.recv_stderr(65536)
-            except (OSError, EOFError, paramiko.SSHException):
-                data = b""
-            if not data:
-                break
-            for line in sp.feed(data):
-                self._control(line)
-        for line in sp.flush():
-            self._control(line)
+    def _exit_status(self) -> tuple[int | None, bool]:
+        if self._chan.exit_status_ready():
+            rc = self._chan.recv_exit_status()
+            if rc >= 0:
+                return rc, False
+        return None, True  # no word from the guard and no exit status: the connection is gone
 
     def stop(self) -> None:
         try:
             self._chan.sendall(b"stop\n")
         except (OSError, EOFError, paramiko.SSHException):
             pass
-
-    def detach(self) -> None:
-        pass
 
 
 class SSHTransport(Transport):
@@ -197,7 +174,7 @@ class SSHTransport(Transport):
         chain = [resolve(h_alias, self._cfg, self.opts, user=u, port=p)
                  for u, h_alias, p in (_parse_hop(h) for h in self.target.proxy_jump)]
         sock = None
-        for hop in chain:
+        for hop, nxt in zip(chain, chain[1:] + [self.target]):
             try:
                 t = self._open(hop, sock)
             except NodeError as e:
@@ -205,12 +182,12 @@ class SSHTransport(Transport):
                 raise NodeError(self.node, f"jump host {hop.alias} failed: {e.reason}", "jump") from None
             self._hops.append(t)
             try:
-                sock = t.open_channel("direct-tcpip", (self._next_host(hop, chain), self._next_port(hop, chain)),
-                                      ("127.0.0.1", 0), timeout=self.target.connect_timeout)
+                sock = t.open_channel("direct-tcpip", (nxt.hostname, nxt.port), ("127.0.0.1", 0),
+                                      timeout=self.target.connect_timeout)
             except (paramiko.ChannelException, paramiko.SSHException, OSError) as e:
                 self.close()
-                nxt = self._next_name(hop, chain)
-                raise NodeError(self.node, f"jump host {hop.alias} could not reach {nxt}: {_words(e)}", "jump") from None
+                raise NodeError(self.node, f"jump host {hop.alias} could not reach {nxt.hostname}:{nxt.port}: "
+                                           f"{_words(e)}", "jump") from None
         self._t = self._open(self.target, sock)
         if sock is None:
             self._peer = self._t.getpeername()[0]
@@ -219,23 +196,6 @@ class SSHTransport(Transport):
                 self._peer = socket.gethostbyname(self.target.hostname)
             except OSError:
                 self._peer = self.target.hostname
-
-    def _chain_index(self, hop: Target, chain: list[Target]) -> int:
-        return next(i for i, h in enumerate(chain) if h is hop)
-
-    def _next(self, hop: Target, chain: list[Target]) -> Target:
-        i = self._chain_index(hop, chain)
-        return chain[i + 1] if i + 1 < len(chain) else self.target
-
-    def _next_host(self, hop, chain) -> str:
-        return self._next(hop, chain).hostname
-
-    def _next_port(self, hop, chain) -> int:
-        return self._next(hop, chain).port
-
-    def _next_name(self, hop, chain) -> str:
-        n = self._next(hop, chain)
-        return f"{n.hostname}:{n.port}"
 
     def _open(self, target: Target, sock) -> paramiko.Transport:
         where = f"{target.hostname}:{target.port}"
