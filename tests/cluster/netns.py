@@ -56,6 +56,7 @@ class NodeOpts:
     behind_jump: bool = False  # on the second bridge, reachable only through the jump host
     extra_path: str | None = None  # prepended to PATH of ssh sessions (test doubles)
     loopback_hostname: bool = False  # its /etc/hosts maps its own name to 127.0.1.1
+    unresolvable_hostname: bool = False  # its /etc/hosts does not know its own name
     setenv: dict = field(default_factory=dict)  # variables every ssh session on the node has (its "shell env")
     dummy_ifaces: tuple = ()  # (name, cidr) extra interfaces that lead nowhere, e.g. ("ib0", "192.168.77.2/24")
 
@@ -207,7 +208,9 @@ def _up(cl: Cluster, specs: list[NodeOpts]) -> None:
         d = Path(f"/etc/netns/{n.ns}")
         d.mkdir(parents=True, exist_ok=True)
         own = hosts
-        if n.opts.loopback_hostname:  # the Debian installer's habit: the own name on 127.0.1.1
+        if n.opts.unresolvable_hostname:
+            own = "".join(l + "\n" for l in hosts.splitlines() if not l.endswith(f" {n.name}"))
+        elif n.opts.loopback_hostname:  # the Debian installer's habit: the own name on 127.0.1.1
             own = f"127.0.1.1 {n.name}\n" + "".join(l + "\n" for l in hosts.splitlines() if not l.endswith(f" {n.name}"))
         (d / "hosts").write_text(own)
     known = []

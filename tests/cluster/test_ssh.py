@@ -304,3 +304,30 @@ async def test_the_tui_asks_about_an_unknown_host_key(cluster: Cluster, ssh_env:
         assert app.screen.runbook.states["connect"] == "passed"
     assert kh.read_text().startswith("10.213.0.2 ssh-ed25519 ")
 
+
+
+def test_a_job_left_running_survives_the_connection(cluster: Cluster, ssh_env: Path) -> None:
+    import sys
+
+    t = transport(cluster, "node03")
+    t.connect()
+    code = "import time\nfor i in range(600):\n print('tick', i, flush=True); time.sleep(0.05)\n"
+    log = f"/tmp/ddptui-detach-test-{time.time_ns()}.log"
+    proc = t.start(LaunchSpec((sys.executable, "-c", code), {}, None, 2.0, detach_log=log), lambda _: None,
+                   sys.executable)
+    assert proc.started.wait(10)
+    assert proc.detach() and proc.detach_log == log
+    t.close()  # ddptui quits: the connection goes away
+    time.sleep(1.5)
+    try:
+        assert proc.pid in cluster.pids("node03")
+        n1 = len(Path(log).read_text().splitlines())
+        time.sleep(0.5)
+        assert len(Path(log).read_text().splitlines()) > n1 > 0
+    finally:
+        cluster.ns_exec("node03", "kill", "-TERM", "--", f"-{proc.pgid}", check=False)
+        Path(log).unlink(missing_ok=True)
+    deadline = time.time() + 10
+    while proc.pid in cluster.pids("node03") and time.time() < deadline:
+        time.sleep(0.1)
+    assert proc.pid not in cluster.pids("node03")

@@ -95,3 +95,33 @@ def test_line_splitter_keeps_partial_lines():
     assert s.feed(b"a\nb") == ["a"]
     assert s.feed(b"c\r\n\n") == ["bc", ""]
     assert s.feed(b"\xff tail") == [] and s.flush() == ["\ufffd tail"]
+
+
+def test_detach_leaves_the_job_running_and_its_output_on_the_node(tmp_path):
+    import os
+    import signal
+
+    log = tmp_path / "node.log"
+    code = "import time\nfor i in range(600):\n print('tick', i, flush=True); time.sleep(0.05)\n"
+    t = LocalTransport("here")
+    seen: list[str] = []
+    proc = t.start(LaunchSpec((sys.executable, "-c", code), {}, None, 2.0, detach_log=str(log)), seen.extend,
+                   sys.executable)
+    assert proc.started.wait(10)
+    deadline = time.time() + 10
+    while not seen and time.time() < deadline:
+        time.sleep(0.05)
+    assert seen and seen[0] == "tick 0"  # relayed to ddptui while attached
+    assert proc.detach() and proc.detach_log == str(log)
+    t.close()  # what quitting does: the detached job must not be stopped
+    proc._p.stdin.close()  # and ddptui going away (stdin EOF) must not stop it either
+    time.sleep(1.0)
+    job = psutil.Process(proc.pid)
+    try:
+        assert job.is_running() and job.status() != psutil.STATUS_ZOMBIE
+        n1 = len(log.read_text().splitlines())
+        time.sleep(0.5)
+        assert len(log.read_text().splitlines()) > n1 > 0  # output keeps coming, into the node's file
+    finally:
+        os.killpg(proc.pgid, signal.SIGTERM)  # the command ddptui prints for the user
+    assert proc.wait(20) is not None

@@ -164,3 +164,36 @@ async def test_quit_while_a_job_runs_asks_then_stops_it(tmp_path: Path, runs_dir
         await pilot.click("#stop")
         assert proc.wait(30) is not None
     assert not job.is_running() or job.status() == psutil.STATUS_ZOMBIE
+
+
+async def test_quit_can_leave_the_job_running(tmp_path: Path, runs_dir: Path, monkeypatch) -> None:
+    import os
+    import signal
+
+    import psutil
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # the node-side log goes under ~/.cache/ddptui
+    script = tmp_path / "sleep.py"
+    script.write_text("import time\nprint('sleeping', flush=True)\ntime.sleep(600)\n")
+    pb = write_pb(tmp_path, SLEEP_PB.format(script=script, port=29632))
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("r")
+        await settle(app, pilot)
+        proc = app.screen.runbook.nodes["localhost"].process
+        assert proc.running
+        await pilot.press("q")
+        assert isinstance(app.screen, QuitScreen)
+        await pilot.click("#leave")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.left_running:
+                break
+    try:
+        left = app.left_running["localhost"]
+        assert left["pgid"] == proc.pgid and left["log"].endswith("/localhost.log")
+        job = psutil.Process(proc.pid)
+        assert job.is_running() and job.status() != psutil.STATUS_ZOMBIE
+        assert Path(os.path.expanduser(left["log"])).parent.parent.name == "runs"
+    finally:
+        os.killpg(proc.pgid, signal.SIGTERM)

@@ -336,4 +336,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     app = DdptuiApp(playbook=playbook, runs_dir=runs_dir, ssh_settings=settings,
                     start_step=getattr(args, "start_step", None), run_all=getattr(args, "run_all", False))
     app.run()
+    for node, d in app.left_running.items():  # the TUI is gone: say where the job went
+        print(f"{node}: left running, pgid {d['pgid']}; output in {d['log']} on {node}; "
+              f"stop it with: kill -TERM -- -{d['pgid']}")
     return app.return_code or 0

@@ -28,7 +28,7 @@ from .events import (
 from .launch.plan import LaunchInputs, NodePlan, plan_launch
 from .logs.results import parse_result_line
 from .logs.torchrun import RootCauseParser, first_failure
-from .logs.rundir import RunDir
+from .logs.rundir import RunDir, safe_name
 from .playbook.loader import resolve_builtin
 from .playbook.model import Playbook, Step
 from .transport.base import LaunchSpec, RemoteProcess, Transport
@@ -83,6 +83,7 @@ class Runbook:
         self._stopped_by_user = False
         self._stopping: set[str] = set()  # nodes ddptui itself asked to stop in this launch
         self._joined: set[str] = set()  # workers that joined after waiting for the master
+        self.detached: dict[str, dict] = {}  # node -> {pid, pgid, log} when the user left the job running
         self.closed = False
 
     # ---- live diagnosis ---------------------------------------------------------------------
@@ -357,7 +358,8 @@ class Runbook:
 
         plan = nr.plan
         self._node_state(name, "launching", f"{plan.role}, node_rank {plan.node_rank}")
-        spec = LaunchSpec(plan.argv, plan.env, plan.cwd, grace=self.pb.job.stop_grace)
+        spec = LaunchSpec(plan.argv, plan.env, plan.cwd, grace=self.pb.job.stop_grace,
+                          detach_log=f"~/.cache/ddptui/runs/{run_dir.run_id}/{safe_name(name)}.log")
         proc = nr.transport.start(spec, on_lines, nr.python)
         nr.process = proc
         nr.started_at = time.time()
@@ -390,7 +392,8 @@ class Runbook:
         misses: dict[str, int] = {}
         while not self.closed:
             running = [nr for nr in self.nodes.values() if nr.process is not None and nr.process.running
-                       and nr.transport is not None and hasattr(nr.transport, "alive")]
+                       and nr.transport is not None and hasattr(nr.transport, "alive")
+                       and nr.name not in self.detached]
             if not running:
                 return
             for nr in running:
@@ -416,7 +419,9 @@ class Runbook:
         proc.wait()
         nr.ended_at = time.time()
         rc = proc.returncode
-        if proc.lost:
+        if nr.name in self.detached:
+            self._node_state(nr.name, "detached", f"left running, pgid {proc.pgid}", rc=rc)
+        elif proc.lost:
             self._node_state(nr.name, "lost", nr.error or "the connection to the node was lost", rc=rc)
         elif nr.name in self._stopping:
             self._node_state(nr.name, "stopped", f"stopped (rc={rc})", rc=rc)
@@ -544,7 +549,8 @@ class Runbook:
 
     def stop_job(self, wait: bool = True) -> None:
         """Stop the job on every node: TERM to each process group, KILL after the grace period."""
-        running = [nr for nr in self.nodes.values() if nr.process is not None and nr.process.running]
+        running = [nr for nr in self.nodes.values() if nr.process is not None and nr.process.running
+                   and nr.name not in self.detached]
         if not running:
             return
         self._stopped_by_user = True
@@ -561,6 +567,22 @@ class Runbook:
             lost = [nr.name for nr in self.nodes.values() if nr.process is not None and nr.process.lost]
             return {"node": lost[0], "lost": True} if lost else None
         return {"node": ff[0], **ff[1]}
+
+    def detach_job(self) -> dict[str, dict]:
+        """Leave the job running on every node (the user's choice when quitting): each guard keeps
+        the output in a file on its node and no longer stops the job when ddptui goes away."""
+        for nr in self.nodes.values():
+            p = nr.process
+            if p is None or not p.running:
+                continue
+            if p.detach():
+                self.detached[nr.name] = {"pid": p.pid, "pgid": p.pgid, "log": p.detach_log}
+            else:
+                self.emit(Notice("error", f"{nr.name}: the job could not be left running; it will be stopped", nr.name))
+        for node, d in self.detached.items():
+            self.emit(Notice("info", f"{node}: left running (pgid {d['pgid']}); output in {d['log']} there; "
+                                     f"stop it with: kill -TERM -- -{d['pgid']}", node))
+        return self.detached
 
     def _stop_nodes(self, nodes: list[NodeRun]) -> None:
         """Ask each running node's guard to stop its job; remember that ddptui did."""
@@ -589,7 +611,7 @@ class Runbook:
         return {"playbook": self.pb.name, "run_id": self.run_dir.run_id if self.run_dir else None,
                 "started": self._started, "ended": time.time(), "ok": ok,
                 "steps": dict(self.states), "nodes": nodes, "results": list(self.results),
-                "first_failure": self.first_failure(),
+                "first_failure": self.first_failure(), "detached": dict(self.detached),
                 "findings": [f.to_json() for f in self.findings()]}
 
     def _write_summary(self) -> None:

@@ -33,6 +33,7 @@ class DdptuiApp(App):
         self.start_step = start_step
         self.search_dirs = search_dirs
         self.run_all = run_all
+        self.left_running: dict[str, dict] = {}  # node -> {pid, pgid, log}, printed after the TUI closes
 
     def on_mount(self) -> None:
         if self.playbook_path is not None:
@@ -83,11 +84,15 @@ class DdptuiApp(App):
             if answer == "stop":
                 self.notify("stopping the job on every node…")
                 self._stop_and_exit(screen)
+            elif answer == "leave":
+                self._stop_and_exit(screen, leave_running=True)
 
         self.push_screen(QuitScreen(running), chosen)
 
-    def _stop_and_exit(self, screen: PlaybookScreen) -> None:
+    def _stop_and_exit(self, screen: PlaybookScreen, leave_running: bool = False) -> None:
         def work() -> None:
+            if leave_running:
+                self.left_running = screen.runbook.detach_job()
             screen.runbook.close()
             if not self.is_running:
                 return  # the app is already gone: nothing left to exit

@@ -19,6 +19,7 @@ class Drained:
     lines: dict[str, list[str]] = field(default_factory=dict)  # node -> newest lines (trimmed)
     counts: dict[str, int] = field(default_factory=dict)  # node -> lines received this frame
     events: list[Event] = field(default_factory=list)  # everything else, in order
+    merged: list[str] = field(default_factory=list)  # "node │ line" for every node, in arrival order (trimmed)
 
 
 class EventBridge:
@@ -37,12 +38,15 @@ class EventBridge:
             if isinstance(ev, NodeOutput):
                 buf = out.lines.setdefault(ev.node, [])
                 buf.extend(ev.lines)
+                out.merged.extend(f"{ev.node} │ {x}" for x in ev.lines[-self.max_lines:])
+                if len(out.merged) > 2 * self.max_lines:
+                    del out.merged[: len(out.merged) - self.max_lines]
                 out.counts[ev.node] = out.counts.get(ev.node, 0) + len(ev.lines)
                 if len(buf) > 2 * self.max_lines:
                     del buf[: len(buf) - self.max_lines]
             else:
                 out.events.append(ev)
-        for _node, buf in out.lines.items():
+        for buf in out.lines.values():
             if len(buf) > self.max_lines:
                 del buf[: len(buf) - self.max_lines]
         return out

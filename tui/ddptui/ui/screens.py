@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static, TabbedContent, TabPane
+from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Log, Static, TabbedContent, TabPane
 
 from ..core import events as E
 from ..core.errors import PlaybookError
@@ -22,7 +22,9 @@ from ..core.runbook import Runbook
 from .bridge import EventBridge
 from ..core.diagnosis.model import Fix
 from ..core.fixes import apply_fix, diff, save_revision
-from .widgets import SEVERITY_STYLE, CheckMatrix, NodePane, StepTable, evidence_text, finding_text
+from .widgets import (
+    FILTERS, SEVERITY_STYLE, CheckMatrix, NodePane, SeverityHighlighter, StepTable, evidence_text, finding_text,
+)
 
 PANE_MAX_LINES = 5000
 
@@ -118,9 +120,11 @@ class QuitScreen(ModalScreen[str]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(f"The job is running on {', '.join(self.running)}.", id="dialog-title")
-            yield Label("Quitting stops it on every node (TERM to its process group, then KILL).")
+            yield Label("Stop it on every node (TERM to its process group, then KILL), or leave it running: "
+                        "each node then keeps the output in ~/.cache/ddptui/runs/<run>/<node>.log.")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Stop the job and quit", variant="error", id="stop")
+                yield Button("Leave it running", variant="warning", id="leave")
                 yield Button("Cancel", variant="primary", id="cancel")
 
     def on_mount(self) -> None:
@@ -229,9 +233,13 @@ class PlaybookScreen(Screen):
         Binding("x", "stop_job", "Stop job"),
         Binding("c", "copy_command", "Copy command"),
         Binding("f", "fix", "Fix…"),
+        Binding("v", "cycle_filter", "Filter"),
+        Binding("o", "open_next_pane", "Open next pane", show=False),
+        Binding("slash", "find", "Find"),
         Binding("1", "tab('tab-logs')", "Logs", show=False),
         Binding("2", "tab('tab-checks')", "Checks", show=False),
         Binding("3", "tab('tab-findings')", "Findings", show=False),
+        Binding("4", "tab('tab-merged')", "All nodes", show=False),
         Binding("tab", "focus_next", "Focus", show=False),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -250,6 +258,10 @@ class PlaybookScreen(Screen):
         self.history: list[tuple[str, str]] = []  # (step, state) as the UI saw them: tests read it
         self.findings: list[dict] = []
         self.saved_revisions: list[Path] = []
+        self.filter = "all"
+        self.open_pane = playbook.master
+        self._find_pane: NodePane | None = None
+        self._find_at = -1
         self.fixed: list[str] = []
 
     def compose(self) -> ComposeResult:
@@ -266,6 +278,8 @@ class PlaybookScreen(Screen):
                         for n in self.pb.ordered_nodes():
                             role = "master" if n.name == self.pb.master else "worker"
                             yield NodePane(n.name, role, PANE_MAX_LINES, id=f"pane-{_css_id(n.name)}")
+                with TabPane("All nodes", id="tab-merged"):
+                    yield _merged_log()
                 with TabPane("Checks", id="tab-checks"):
                     yield CheckMatrix([n.name for n in self.pb.ordered_nodes()], id="matrix")
                     with VerticalScroll(id="evidence-box"):
@@ -274,6 +288,7 @@ class PlaybookScreen(Screen):
                     yield DataTable(cursor_type="row", id="findings")
                     with VerticalScroll(id="finding-box"):
                         yield Static("no findings", id="finding-detail")
+        yield Input(placeholder="find in the focused pane (enter: next match, escape: close)", id="find")
         yield Static("", id="status")
         yield Footer()
 
@@ -288,10 +303,13 @@ class PlaybookScreen(Screen):
 
     def on_mount(self) -> None:
         self.app.sub_title = self.pb.name
+        self.query_one("#find", Input).display = False
         n = len(self.pb.nodes)
         grid = self.query_one("#panes")
         if isinstance(grid, Grid):
             grid.styles.grid_size_columns = 1 if n == 1 else 2
+        else:  # many nodes: a list of one-line headers with one open pane (o opens the next)
+            self._open_pane(self.pb.master)
         self.query_one(StepTable).focus()
         ft = self.query_one("#findings", DataTable)
         ft.add_column("severity", key="severity")
@@ -313,6 +331,9 @@ class PlaybookScreen(Screen):
         d = self.bridge.drain()
         for node, lines in d.lines.items():
             self._pane(node).write(lines, d.counts[node])
+        if d.merged:
+            merged = self.query_one("#merged", Log)
+            merged.write_lines(d.merged, scroll_end=merged.scroll_offset.y >= merged.max_scroll_y - 1)
         for ev in d.events:
             self._apply(ev)
         if d.lines:
@@ -340,6 +361,8 @@ class PlaybookScreen(Screen):
                 self.query_one("#step-detail", Static).update(Text(f"{ev.step}: {ev.message}"))
         elif isinstance(ev, E.NodeState):
             self._pane(ev.node).set_state(ev.state)
+            if self.many_nodes and ev.state in ("failed", "lost") and self.open_pane == self.pb.master:
+                self._open_pane(ev.node)  # show the first node that went wrong
             if ev.state in ("unreachable", "failed", "lost"):
                 self.notify(f"{ev.node}: {ev.state} — {ev.message}", severity="error", timeout=8)
         elif isinstance(ev, E.CommandPlanned):
@@ -348,7 +371,7 @@ class PlaybookScreen(Screen):
             pl = self.runbook.nodes[ev.node].plan
             if pl:
                 pane.ranks = f"{pl.ranks.start}-{pl.ranks.stop - 1}"
-            pane.log.write_line(f"$ {ev.command}")
+            pane.write([f"$ {ev.command}"], 0)
             pane.refresh_header()
         elif isinstance(ev, E.CheckResult):
             self.query_one(CheckMatrix).set_result(ev)
@@ -389,6 +412,68 @@ class PlaybookScreen(Screen):
         r = self.query_one(CheckMatrix).selected()
         if r is not None:
             self.query_one("#evidence", Static).update(evidence_text(r))
+
+    @property
+    def many_nodes(self) -> bool:
+        return len(self.pb.nodes) > 4
+
+    def _open_pane(self, node: str) -> None:
+        for p in self.query(NodePane):
+            p.set_class(p.node != node, "-collapsed")
+        self.open_pane = node
+
+    def action_open_next_pane(self) -> None:
+        if not self.many_nodes:
+            return
+        names = [n.name for n in self.pb.ordered_nodes()]
+        self._open_pane(names[(names.index(self.open_pane) + 1) % len(names)])
+
+    def _focused_pane(self) -> NodePane:
+        w = self.focused
+        while w is not None:
+            if isinstance(w, NodePane):
+                return w
+            w = w.parent
+        return self._pane(self.pb.master)
+
+    def action_cycle_filter(self) -> None:
+        """all → NCCL → warnings+errors → each local rank → all, on every pane."""
+        nproc = max(self.pb.nproc_of(n) for n in self.pb.nodes)
+        order = list(FILTERS) + [f"rank {r}" for r in range(nproc)]
+        panes = list(self.query(NodePane))
+        current = panes[0].filter if panes else "all"
+        nxt = order[(order.index(current) + 1) % len(order)] if current in order else "all"
+        for p in panes:
+            p.set_filter(nxt)
+        self.filter = nxt
+        self.notify(f"showing: {nxt}" + ("" if nxt == "all" else " (v for the next filter)"), timeout=3)
+
+    def action_find(self) -> None:
+        box = self.query_one("#find", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#find")
+    def _find_next(self, ev: Input.Submitted) -> None:
+        needle = ev.value
+        if not needle:
+            return
+        pane = self._find_pane or self._focused_pane()
+        self._find_pane = pane
+        hit = pane.find(needle, self._find_at)
+        if hit is None:
+            self.notify(f"{needle!r} is not in {pane.node}'s pane", severity="warning")
+        else:
+            self._find_at = hit
+            self.query_one("#status", Static).update(Text(f"{pane.node}: line {hit + 1} of the pane has {needle!r}"))
+
+    def on_key(self, event) -> None:
+        box = self.query_one("#find", Input)
+        if event.key == "escape" and box.display:
+            box.display = False
+            self._find_pane, self._find_at = None, -1
+            self.query_one(StepTable).focus()
+            event.stop()
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
@@ -468,9 +553,11 @@ class PlaybookScreen(Screen):
             table.set_state(st.id, "pending", st.title)
         for pane in self.query(NodePane):
             pane.log.clear()
+            pane.buffer.clear()
             pane.total_lines = 0
             pane.set_state("pending")
         self.findings = []
+        self.query_one("#merged", Log).clear()
         self.query_one("#findings", DataTable).clear()
         self.query_one("#finding-detail", Static).update(f"{finding_id}: fix applied, relaunching…")
         self.query_one("#pb-title", Static).update(self._title())
@@ -563,6 +650,12 @@ class PlaybookScreen(Screen):
             return
         self.app.copy_to_clipboard(cmd)
         self.notify(f"copied {node}'s command")
+
+
+def _merged_log() -> Log:
+    log = Log(max_lines=PANE_MAX_LINES, highlight=True, id="merged")
+    log.highlighter = SeverityHighlighter()
+    return log
 
 
 def _short(p: Path) -> str:

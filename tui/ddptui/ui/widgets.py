@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+
 import time
 
 from rich.highlighter import Highlighter
@@ -17,7 +19,7 @@ STATE_STYLE = {
 NODE_STYLE = {
     "pending": "dim", "connecting": "yellow", "connected": "cyan", "unreachable": "bold red",
     "launching": "yellow", "running": "bold yellow", "exited": "bold green", "failed": "bold red",
-    "lost": "bold magenta", "stopped": "dim",
+    "lost": "bold magenta", "stopped": "dim", "detached": "bold cyan",
 }
 
 
@@ -62,24 +64,49 @@ class StepTable(DataTable):
                 self.move_cursor(row=i)
 
 
+def line_kind(s: str) -> str:
+    """warn, error, result, command, nccl or plain: what a log line is, for colours and filters."""
+    if "NCCL WARN" in s or "Warning" in s or " WARN " in s or s.startswith("W1") or "] W" in s[:20]:
+        return "warn"
+    if ("Error" in s or "Traceback" in s or "FAILED" in s or "exitcode" in s or "error:" in s
+            or s.startswith("E1") or "Connection refused" in s):
+        return "error"
+    if "ddptui-smoke result" in s:
+        return "result"
+    if s.startswith("$ "):
+        return "command"
+    if "NCCL INFO" in s or s.startswith("I1"):
+        return "info"
+    return "plain"
+
+
+KIND_STYLE = {"warn": "yellow", "error": "bold red", "result": "bold green", "command": "cyan", "info": "dim"}
+
+# The pane filters, in the order `v` cycles through them; "rank N" filters follow for each local rank.
+FILTERS = ("all", "NCCL", "warnings+errors")
+
+
+def line_matches(line: str, flt: str) -> bool:
+    if flt == "all":
+        return True
+    if flt == "NCCL":
+        return "NCCL" in line
+    if flt == "warnings+errors":
+        return line_kind(line) in ("warn", "error")
+    if flt.startswith("rank "):  # torchrun --tee prefixes each line with [default<local_rank>]:
+        return line.startswith(f"[default{flt[5:]}]:")
+    return True
+
+
 class SeverityHighlighter(Highlighter):
     """Whole-line colours by severity: NCCL WARN and warnings, errors and tracebacks, results.
 
     Applied by Log only to the lines on screen, so a flood costs nothing here."""
 
     def highlight(self, text: Text) -> None:
-        s = text.plain
-        if "NCCL WARN" in s or "Warning" in s or " WARN " in s or s.startswith("W1") or "] W" in s[:20]:
-            text.stylize("yellow")
-        elif ("Error" in s or "Traceback" in s or "FAILED" in s or "exitcode" in s or "error:" in s
-              or s.startswith("E1") or "Connection refused" in s):
-            text.stylize("bold red")
-        elif "ddptui-smoke result" in s:
-            text.stylize("bold green")
-        elif s.startswith("$ "):
-            text.stylize("cyan")
-        elif "NCCL INFO" in s or s.startswith("I1"):
-            text.stylize("dim")
+        style = KIND_STYLE.get(line_kind(text.plain))
+        if style:
+            text.stylize(style)
 
 
 class NodePane(Vertical):
@@ -94,6 +121,8 @@ class NodePane(Vertical):
     NodePane:focus-within { border: round $accent; }
     NodePane > .pane-header { height: 1; padding: 0 1; background: $panel; }
     NodePane > Log { height: 1fr; }
+    NodePane.-collapsed { height: 3; min-height: 3; }
+    NodePane.-collapsed > Log { display: none; }
     """
 
     def __init__(self, node: str, role: str, max_lines: int, **kw) -> None:
@@ -106,6 +135,9 @@ class NodePane(Vertical):
         self.ended: float | None = None
         self.max_lines = max_lines
         self.total_lines = 0
+        self.filter = "all"
+        # the pane's bounded store: what a filter is applied to (the full log is on disk)
+        self.buffer: collections.deque[str] = collections.deque(maxlen=max_lines)
         self.border_title = node
 
     def compose(self) -> ComposeResult:
@@ -148,10 +180,32 @@ class NodePane(Vertical):
         self.refresh_header()
 
     def write(self, lines: list[str], received: int) -> None:
+        self.buffer.extend(lines)
+        self.total_lines += received
+        if self.filter != "all":
+            lines = [x for x in lines if line_matches(x, self.filter)]
+            if not lines:
+                return
         log = self.log
         at_bottom = log.scroll_offset.y >= log.max_scroll_y - 1
         log.write_lines(lines, scroll_end=at_bottom)
-        self.total_lines += received
+
+    def set_filter(self, flt: str) -> None:
+        """Show only the lines that match, from what the pane holds; new lines are filtered too."""
+        self.filter = flt
+        log = self.log
+        log.clear()
+        log.write_lines([x for x in self.buffer if line_matches(x, flt)], scroll_end=True)
+        self.border_subtitle = "" if flt == "all" else f"filter: {flt}"
+
+    def find(self, needle: str, after: int = -1) -> int | None:
+        """Scroll to the next line (after `after`) that contains `needle`; its index, or None."""
+        lines = self.log.lines
+        for i in list(range(after + 1, len(lines))) + list(range(0, after + 1)):
+            if needle in lines[i]:
+                self.log.scroll_to(y=max(0, i - 2), animate=False)
+                return i
+        return None
 
 
 CHECK_COLUMNS = ("ping", "hostname", "interfaces", "route", "env", "ib", "shm", "gpus", "python", "torch",

@@ -31,6 +31,7 @@ NET_TENTATIVE = re.compile(r"NET/(IB|Socket) : Using \[")
 PLUGIN_EXTERNAL = re.compile(r"Plugin Path : (\S+)|Loaded net plugin (\S+)")
 PLUGIN_INTERNAL = re.compile(r"No plugin found \(libnccl-net\.so\)|Could not find: libnccl-net\.so|Failed to find ncclNetPlugin symbol")
 NRANKS = re.compile(r"rank (\d+) nRanks (\d+) nNodes (\d+)")
+LOCAL_RANKS = re.compile(r"local_ranks=\[([\d, ]*)\]")  # torchrun's agent, with LOGLEVEL=INFO
 
 
 def trie_regex(words: Iterable[str]) -> str:
@@ -108,6 +109,7 @@ class NodeState:
     transport: dict = field(default_factory=dict)  # host -> (kind, definite, line, text)
     plugin: dict = field(default_factory=dict)  # host -> (value, line, text)
     nnodes_seen: dict = field(default_factory=dict)  # host -> (nNodes, nRanks, line, text)
+    nproc: tuple | None = None  # (local processes torchrun started here, line, text)
     pending: dict = field(default_factory=dict)  # rule index -> [Evidence] waiting for `requires`
 
 
@@ -140,7 +142,7 @@ class Engine:
                     self._by_lit.setdefault(lit, []).append((pat, ri, kind))
         state_lits = ["NCCL version", "Using network", "Using internal Network", "via NET/", "NET/IB : Using [",
                       "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found", "Could not find: libnccl-net",
-                      "Failed to find ncclNetPlugin symbol", " nNodes "]
+                      "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=["]
         lits = sorted(set(self._by_lit) | set(state_lits), key=len, reverse=True)
         self._gate = re.compile(trie_regex(lits))
         self._lit_items = list(self._by_lit.items())
@@ -216,6 +218,8 @@ class Engine:
                 st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
             elif PLUGIN_INTERNAL.search(line) and key not in st.plugin:
                 st.plugin[key] = ("internal", n, line.strip())
+        if st.nproc is None and "local_ranks=[" in line and (m := LOCAL_RANKS.search(line)):
+            st.nproc = (len([x for x in m.group(1).split(",") if x.strip()]), n, line.strip())
         if " nNodes " in line and (m := NRANKS.search(line)) and key not in st.nnodes_seen:
             st.nnodes_seen[key] = (int(m.group(3)), int(m.group(2)), n, line.strip())
             if self.expected_nnodes and int(m.group(3)) < self.expected_nnodes:
@@ -308,6 +312,15 @@ class Engine:
                             "IB, but consistent)",
                     alternatives=("enable IB on every node (remove NCCL_IB_DISABLE where it is set, make the HCAs "
                                   "visible everywhere): the fast choice",)))
+        nprocs = {st.name: st.nproc for st in self.nodes.values() if st.nproc is not None}
+        if len({v[0] for v in nprocs.values()}) > 1:
+            self._raise_cross(
+                "nproc-mismatch", "warning", sorted(nprocs),
+                "torchrun started " + ", ".join(f"{n}: {v[0]}" for n, v in sorted(nprocs.items())) + " processes",
+                [Evidence(n, v[1], v[2]) for n, v in sorted(nprocs.items())],
+                "nproc_per_node differs by node. torchrun does not fail on this: the world size silently becomes "
+                "the sum, and code that assumes equal nodes (ranks per node, data sharding) goes wrong.",
+                Fix(scope="manual", explain="start every node with the same nproc_per_node, unless you mean it"))
         plugins = gather("plugin")
         if len({v[0] for v in plugins.values()}) > 1:
             self._raise_cross(
@@ -338,8 +351,7 @@ class Engine:
         active = {f.id: f for f in fs}
         hidden: set[str] = set()
         for f in fs:
-            rule = next((r for r in self.rules if r.id == f.id), None)
-            for s in (rule.suppresses if rule else ()):
+            for s in {x for r in self.rules if r.id == f.id for x in r.suppresses}:
                 if s in active and set(active[s].nodes) <= set(f.nodes) | set(active[s].nodes) and \
                         set(active[s].nodes) & set(f.nodes):
                     hidden.add(s)

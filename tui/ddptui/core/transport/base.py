@@ -15,6 +15,7 @@ GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text(encoding="utf-8")
 _CTL = "\x1eddptui-guard "
 _STARTED = re.compile(r"started pid=(\d+) pgid=(\d+)")
 _EXIT = re.compile(r"exit rc=(-?\d+)")
+_DETACHED = re.compile(r"detached log=(.+)")
 
 OnLines = Callable[[list[str]], None]
 
@@ -40,10 +41,11 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     grace: float = 10.0
+    detach_log: str | None = None  # where the node keeps the output if the user leaves the job running
 
     def to_stdin(self) -> bytes:
         return (json.dumps({"argv": list(self.argv), "env": self.env, "cwd": self.cwd,
-                            "grace": self.grace}) + "\n").encode()
+                            "grace": self.grace, "detach_log": self.detach_log}) + "\n").encode()
 
 
 class LineSplitter:
@@ -80,6 +82,8 @@ class RemoteProcess(ABC):
         self.started = threading.Event()
         self.done = threading.Event()
         self.diagnostics: list[str] = []  # guard stderr that was not a control line
+        self.detached = threading.Event()
+        self.detach_log: str | None = None
 
     def _start_readers(self, on_lines: OnLines) -> None:
         out = threading.Thread(target=read_loop, args=(self._read_stdout, on_lines), daemon=True)
@@ -129,6 +133,9 @@ class RemoteProcess(ABC):
             self.started.set()
         elif m := _EXIT.match(msg):
             self.returncode = int(m.group(1))
+        elif m := _DETACHED.match(msg):
+            self.detach_log = m.group(1)
+            self.detached.set()
 
     def wait(self, timeout: float | None = None) -> int | None:
         self.done.wait(timeout)
@@ -138,9 +145,18 @@ class RemoteProcess(ABC):
     def running(self) -> bool:
         return not self.done.is_set()
 
-    @abstractmethod
     def stop(self) -> None:
         """Ask the guard to stop the job (TERM to the group, KILL after the grace period)."""
+        self._send(b"stop\n")
+
+    def detach(self, timeout: float = 5.0) -> bool:
+        """Leave the job running: the guard keeps its output in a file on the node. True when it did."""
+        self._send(b"detach\n")
+        return self.detached.wait(timeout)
+
+    @abstractmethod
+    def _send(self, data: bytes) -> None:
+        """Write to the guard's stdin; never raises."""
 
 
 class Transport(ABC):

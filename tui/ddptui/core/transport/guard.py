@@ -7,8 +7,11 @@ the job's env (secrets included) never appears on a command line. It then:
   (start_new_session=True) are re-parented to it if torchrun dies, and can still be found;
 - starts the job in a new session and process group, with stderr merged into stdout;
 - reports `pid`/`pgid` and, at the end, the exit code on its own stderr (control lines);
+- relays the job's output to its stdout (ddptui's stream);
 - stops the job when stdin says `stop` or closes (ddptui quit or the SSH connection dropped):
-  SIGTERM to the group and every descendant, then SIGKILL after the grace period.
+  SIGTERM to the group and every descendant, then SIGKILL after the grace period;
+- on `detach` (the user chose to leave the job running) relays the output to `detach_log` on the
+  node instead and no longer stops the job when stdin closes.
 
 This file must stay self-contained, standard-library-only Python 3.6+: it runs on the nodes.
 """
@@ -80,7 +83,7 @@ def main():
     try:
         child = subprocess.Popen(
             spec["argv"], cwd=spec.get("cwd") or None, env=env, stdin=subprocess.DEVNULL,
-            stdout=sys.stdout.fileno(), stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )
     except OSError as e:
         print("ddptui: cannot start %s: %s" % (spec["argv"][0], e), flush=True)
@@ -90,6 +93,33 @@ def main():
     ctl("started pid=%d pgid=%d" % (child.pid, pgid))
     grace = float(spec.get("grace", 10))
     stopping = threading.Event()
+    detached = threading.Event()
+    sink = {"fd": sys.stdout.fileno()}
+
+    def relay():
+        src = child.stdout.fileno()
+        while True:
+            data = os.read(src, 65536)
+            if not data:
+                return
+            try:
+                os.write(sink["fd"], data)
+            except OSError:
+                pass  # ddptui is gone; if the user detached, the log file takes over
+
+    relay_thread = threading.Thread(target=relay, daemon=True)
+    relay_thread.start()
+
+    def detach():
+        path = os.path.expanduser(spec.get("detach_log") or "~/.cache/ddptui/detached.log")
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            sink["fd"] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as e:
+            ctl("detach-failed %s" % e)
+            return
+        detached.set()
+        ctl("detached log=%s" % path)
 
     def stop(reason):
         if stopping.is_set():
@@ -106,17 +136,25 @@ def main():
 
     def watch_stdin():
         for line in sys.stdin:
-            if line.strip() == "stop":
-                break
-        else:
+            word = line.strip()
+            if word == "stop":
+                stop("requested")
+                return
+            if word == "detach":
+                detach()
+        if not detached.is_set():
             stop("stdin-closed")
-            return
-        stop("requested")
 
     threading.Thread(target=watch_stdin, daemon=True).start()
+    def on_signal(signum, _frame):
+        if signum == signal.SIGHUP and detached.is_set():
+            return  # the session went away: that is what detaching means
+        threading.Thread(target=stop, args=("signal",)).start()
+
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, lambda *_: threading.Thread(target=stop, args=("signal",)).start())
+        signal.signal(sig, on_signal)
     rc = child.wait()
+    relay_thread.join(5)  # the last lines before the exit line
     # Leave nothing behind: orphans re-parented to us (workers of a killed agent) go too.
     if descendants(os.getpid()):
         signal_all(pgid, signal.SIGTERM)

@@ -29,9 +29,9 @@ class LocalProcess(RemoteProcess):
         rc = self._p.wait()  # the guard itself died before it could say
         return (rc if rc >= 0 else 128 - rc), False
 
-    def stop(self) -> None:
+    def _send(self, data: bytes) -> None:
         try:
-            self._p.stdin.write(b"stop\n")
+            self._p.stdin.write(data)
             self._p.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
             pass
@@ -68,8 +68,9 @@ class LocalTransport(Transport):
 
     def start(self, spec: LaunchSpec, on_lines: OnLines, python: str) -> LocalProcess:
         exe = python if os.sep in python else (shutil.which(python) or sys.executable)
+        # its own session: a job the user leaves running must outlive this terminal's Ctrl-C and hangup
         p = subprocess.Popen([exe, "-c", GUARD_SOURCE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, start_new_session=True)
         p.stdin.write(spec.to_stdin())
         p.stdin.flush()
         proc = LocalProcess(self.node, p, on_lines)
@@ -81,5 +82,5 @@ class LocalTransport(Transport):
 
     def close(self) -> None:
         for p in self._procs:
-            if p.running:
+            if p.running and not p.detached.is_set():  # a job the user left running stays
                 p.stop()

@@ -139,9 +139,9 @@ class SSHProcess(RemoteProcess):
                 return rc, False
         return None, True  # no word from the guard and no exit status: the connection is gone
 
-    def stop(self) -> None:
+    def _send(self, data: bytes) -> None:
         try:
-            self._chan.sendall(b"stop\n")
+            self._chan.sendall(data)
         except (OSError, EOFError, paramiko.SSHException):
             pass
 

@@ -1,0 +1,118 @@
+"""The panes: filters, find, the merged view, the bounded store (Pilot, lines fed as the runbook feeds them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Input, Log
+
+from ddptui.core.events import NodeOutput
+from ddptui.ui.app import DdptuiApp
+from ddptui.ui.screens import PANE_MAX_LINES, NodePane, PlaybookScreen
+from ddptui.ui.widgets import line_kind
+
+PB = """\
+name: panes
+transport: local
+nodes: [alpha, beta]
+job: {script: builtin:smoke, nproc_per_node: 2}
+"""
+
+ALPHA = [
+    "[default0]:alpha:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>",
+    "[default1]:plain output from rank 1",
+    "[default0]:alpha:1:1 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect failed",
+    "[default1]:RuntimeError: the needle is here",
+    "[default0]:ddptui-smoke result host=alpha rank=0 all_reduce=ok",
+]
+BETA = ["[default0]:beta says hello", "[default1]:beta NCCL INFO Using network Socket"]
+
+
+async def test_filters_find_and_merged_view(tmp_path: Path, runs_dir: Path) -> None:
+    pb = tmp_path / "panes.yaml"
+    pb.write_text(PB)
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, PlaybookScreen)
+        screen.bridge.push(NodeOutput("alpha", tuple(ALPHA[:2]), 1))
+        screen.bridge.push(NodeOutput("beta", tuple(BETA[:1]), 1))
+        screen.bridge.push(NodeOutput("alpha", tuple(ALPHA[2:]), 3))
+        screen.bridge.push(NodeOutput("beta", tuple(BETA[1:]), 2))
+        await pilot.pause(0.1)
+        alpha = screen.query_one("#pane-alpha", NodePane)
+        assert list(alpha.log.lines) == ALPHA
+        # the merged view keeps arrival order across nodes
+        merged = list(screen.query_one("#merged", Log).lines)
+        assert merged == [f"alpha │ {x}" for x in ALPHA[:2]] + [f"beta │ {BETA[0]}"] + \
+            [f"alpha │ {x}" for x in ALPHA[2:]] + [f"beta │ {BETA[1]}"]
+        seen = []
+        for _ in range(5):  # NCCL, warnings+errors, rank 0, rank 1, all
+            await pilot.press("v")
+            seen.append((alpha.filter, list(alpha.log.lines)))
+        assert seen[0] == ("NCCL", [ALPHA[0], ALPHA[2]])
+        assert seen[1] == ("warnings+errors", [ALPHA[2], ALPHA[3]])
+        assert seen[2] == ("rank 0", [ALPHA[0], ALPHA[2], ALPHA[4]])
+        assert seen[3] == ("rank 1", [ALPHA[1], ALPHA[3]])
+        assert seen[4] == ("all", ALPHA)
+        # a filter also applies to lines that arrive later
+        await pilot.press("v", "v")
+        assert alpha.filter == "warnings+errors"
+        screen.bridge.push(NodeOutput("alpha", ("[default0]:quiet line", "[default0]:Traceback (most recent call last):"), 6))
+        await pilot.pause(0.1)
+        assert list(alpha.log.lines)[-1] == "[default0]:Traceback (most recent call last):"
+        assert "[default0]:quiet line" not in alpha.log.lines and alpha.total_lines == 7
+        # find
+        await pilot.press("v", "v", "v")  # rank 0, rank 1, all
+        assert alpha.filter == "all"
+        alpha.log.focus()
+        await pilot.press("slash")
+        box = screen.query_one("#find", Input)
+        assert box.display and box.has_focus
+        await pilot.press(*"needle", "enter")
+        assert "line 4 of the pane has 'needle'" in str(screen.query_one("#status").render())
+        await pilot.press("escape")
+        assert not box.display
+
+
+async def test_a_pane_holds_a_bounded_number_of_lines(tmp_path: Path, runs_dir: Path) -> None:
+    pb = tmp_path / "panes.yaml"
+    pb.write_text(PB)
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        n = 3 * PANE_MAX_LINES
+        for start in range(0, n, 1000):
+            screen.bridge.push(NodeOutput("alpha", tuple(f"line {i}" for i in range(start, start + 1000)), start + 1))
+        await pilot.pause(0.2)
+        alpha = screen.query_one("#pane-alpha", NodePane)
+        assert alpha.total_lines == n
+        assert len(alpha.log.lines) == len(alpha.buffer) == PANE_MAX_LINES
+        assert alpha.log.lines[-1] == f"line {n - 1}" and alpha.buffer[0] == f"line {n - PANE_MAX_LINES}"
+
+
+def test_line_kinds() -> None:
+    assert line_kind("x NCCL WARN y") == "warn" and line_kind("W1201 12:00 foo") == "warn"
+    assert line_kind("RuntimeError: boom") == "error" and line_kind("x NCCL INFO y") == "info"
+    assert line_kind("ddptui-smoke result host=a") == "result" and line_kind("hello") == "plain"
+
+
+async def test_many_nodes_show_as_a_list_with_one_open_pane(tmp_path: Path, runs_dir: Path) -> None:
+    pb = tmp_path / "many.yaml"
+    pb.write_text("name: many\ntransport: local\nnodes: n[1-8]\njob: {script: builtin:smoke}\n")
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        panes = list(screen.query(NodePane))
+        assert len(panes) == 8
+        assert [p.node for p in panes if not p.has_class("-collapsed")] == ["n1"]
+        assert not panes[1].log.display and panes[0].log.display
+        await pilot.press("o")
+        assert [p.node for p in panes if not p.has_class("-collapsed")] == ["n2"]
+        from ddptui.core.events import NodeState
+
+        await pilot.press("o", "o", "o", "o", "o", "o", "o")  # back to the master
+        assert screen.open_pane == "n1"
+        screen.bridge.push(NodeState("n6", "failed", "exited 1", rc=1))
+        await pilot.pause(0.1)
+        assert screen.open_pane == "n6"  # the first node that went wrong opens by itself
