@@ -68,7 +68,7 @@ def main() -> int:
         print("wrong master_addr (an empty address on the bridge)")
         m = torchrun(cl, "node02", 0, master="10.213.0.99")
         w = torchrun(cl, "node03", 1, master="10.213.0.99")
-        save("11-wrong-master-addr", "node02", "--master-addr=10.213.0.99 (nobody has it) on both nodes", "missing-rank", finish(m))
+        save("11-wrong-master-addr", "node02", "--master-addr=10.213.0.99 (nobody has it) on both nodes; the master is a client of its store too", "bad-master-addr", finish(m))
         save("11-wrong-master-addr", "node03", "--master-addr=10.213.0.99 (nobody has it) on both nodes", "bad-master-addr", finish(w))
 
         print("master_port taken on the master")

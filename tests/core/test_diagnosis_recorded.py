@@ -1,0 +1,47 @@
+"""torch.distributed's own failures, recorded on the namespace cluster (tests/cluster/record.py).
+
+Files sharing a number are the nodes of one job; their `# expected-diagnosis` headers (the test's
+answers, never shown to the engine) together give the ids the job must get.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from ddptui.core.diagnosis.engine import Engine
+from tests.conftest import DATA
+from tests.core.test_diagnosis_corpus import split
+
+RECORDED = DATA / "recorded"
+
+
+def groups() -> dict[str, list[Path]]:
+    out = defaultdict(list)
+    for f in sorted(RECORDED.glob("*.log")):
+        out[f.name.split("-")[0]].append(f)
+    return dict(out)
+
+
+GROUPS = groups()
+
+
+@pytest.mark.parametrize("key", sorted(GROUPS), ids=[GROUPS[k][0].name.rsplit("-", 1)[0] for k in sorted(GROUPS)])
+def test_recorded_failure_gives_exactly_the_expected_ids(key: str) -> None:
+    engine = Engine(expected_nnodes=2)
+    expected: set[str] = set()
+    for f in GROUPS[key]:
+        header, body = split(f)
+        expected |= set(header["expected-diagnosis"].split()) - {"healthy"}
+        engine.feed(f.stem.rsplit("-", 1)[1], body)
+    findings = engine.finish()
+    got = {x.id for x in findings if x.severity in ("error", "warning")}
+    assert got == expected, [(x.id, x.severity, x.summary) for x in findings]
+
+
+def test_every_scenario_the_issue_names_is_recorded() -> None:
+    names = {f.name.split("-", 1)[1].rsplit("-", 1)[0] for f in RECORDED.glob("*.log")}
+    assert {"workers-first", "master-never-started", "wrong-master-addr", "port-taken", "node-never-launched",
+            "worker-killed", "nproc-differs", "hostname-unresolvable", "bad-gloo-ifname"} <= names
