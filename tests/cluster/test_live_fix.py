@@ -14,6 +14,8 @@ import pytest
 from ddptui.core.playbook.loader import load_playbook
 from ddptui.core.transport.factory import SSHSettings
 from ddptui.ui.app import DdptuiApp
+from textual.widgets import TabbedContent
+
 from ddptui.ui.screens import FixScreen, PlaybookScreen
 from tests.cluster.conftest import cluster_playbook
 from tests.cluster.netns import Cluster
@@ -54,9 +56,18 @@ async def test_ib_socket_mismatch_is_fixed_from_the_tui(cluster: Cluster, ssh_en
         assert {e["node"] for e in f["evidence"]} == {"node02", "node03"}
         assert screen.runbook.job_running  # the job hangs, as NCCL would: not a timeout, a finding
         first_run = screen.runbook.run_dir.path
+        # jump from the finding to its evidence line in the node's pane
+        await pilot.press("3", "j")
+        assert screen.query_one(TabbedContent).active == "tab-logs"
+        ev = next(e for e in f["evidence"] if e["line"])
+        assert f"{ev['node']}: line {ev['line']} of its log" in str(screen.query_one("#status").render())
         await pilot.press("3", "f")
         assert isinstance(app.screen, FixScreen)
         assert "+    NCCL_IB_DISABLE: '1'" in str(app.screen.query_one("#diff").render())
+        columns = [str(c.render()) for c in app.screen.query(".evidence-column")]
+        assert len(columns) == 2 and columns[0].startswith("node02") and columns[1].startswith("node03")
+        assert "NET/IB" in columns[0] and "Socket" in columns[1]
+        assert app.screen.copy_text() == "export NCCL_IB_DISABLE=1"
         await pilot.click("#apply")
         await pilot.pause(0.2)
         await app.workers.wait_for_complete()

@@ -174,6 +174,17 @@ class FixScreen(ModalScreen[str]):
 
         with Vertical(id="dialog", classes="wide"):
             yield Label(f"Fix {self.finding['id']}: {self.finding['summary']}", id="dialog-title")
+            if self.finding.get("explanation"):
+                yield Label(self.finding["explanation"], classes="dim")
+            by_node: dict[str, list] = {}
+            for e in self.finding.get("evidence", []):
+                by_node.setdefault(e["node"], []).append(e)
+            with Horizontal(id="evidence-columns"):  # each node's evidence side by side
+                for node, evs in by_node.items():
+                    col = Text(node + "\n", style="bold cyan")
+                    for e in evs:
+                        col.append((f"{e['line']}: " if e.get("line") else "") + e["text"][:300] + "\n")
+                    yield _S(col, classes="evidence-column")
             yield Label(self.finding["fix"].get("explain", ""))
             t = Text()
             for line in self.patch.splitlines():
@@ -186,10 +197,23 @@ class FixScreen(ModalScreen[str]):
             with Horizontal(id="dialog-buttons"):
                 yield Button("Apply and relaunch", variant="warning", id="apply", disabled=self.path is None)
                 yield Button("Save only", variant="success", id="save", disabled=self.path is None)
-                yield Button("Cancel", variant="primary", id="cancel")
+                yield Button("Copy", id="copy")
+                yield Button("Dismiss", variant="primary", id="cancel")
+
+    def copy_text(self) -> str:
+        """What Copy puts on the clipboard: the env change as shell lines, or the diff."""
+        fix = self.finding["fix"]
+        lines = [f"export {k}={v}" for k, v in (fix.get("env") or {}).items() if fix.get("scope") == "all-nodes"]
+        for node, env in (fix.get("per_node") or {}).items():
+            lines += [f"# on {node}: export {k}={v}" for k, v in env.items()]
+        return "\n".join(lines) if lines else self.patch
 
     @on(Button.Pressed)
     def _pressed(self, ev: Button.Pressed) -> None:
+        if ev.button.id == "copy":
+            self.app.copy_to_clipboard(self.copy_text())
+            self.notify("copied")
+            return
         self.dismiss(ev.button.id or "cancel")
 
 
@@ -233,6 +257,7 @@ class PlaybookScreen(Screen):
         Binding("x", "stop_job", "Stop job"),
         Binding("c", "copy_command", "Copy command"),
         Binding("f", "fix", "Fix…"),
+        Binding("j", "jump_to_evidence", "Jump to evidence", show=False),
         Binding("v", "cycle_filter", "Filter"),
         Binding("o", "open_next_pane", "Open next pane", show=False),
         Binding("slash", "find", "Find"),
@@ -475,6 +500,37 @@ class PlaybookScreen(Screen):
             self.query_one(StepTable).focus()
             event.stop()
 
+    def _selected_finding(self) -> dict | None:
+        if not self.findings:
+            return None
+        t = self.query_one("#findings", DataTable)
+        return self.findings[min(max(t.cursor_row, 0), len(self.findings) - 1)]
+
+    def action_jump_to_evidence(self) -> None:
+        """The selected finding's first line evidence, in its node's pane."""
+        f = self._selected_finding()
+        evs = [e for e in (f or {}).get("evidence", []) if e.get("line")]
+        if not evs:
+            self.notify("this finding has no log line to jump to")
+            return
+        e = evs[0]
+        pane = self._pane(e["node"]) if e["node"] in {p.node for p in self.query(NodePane)} else None
+        if pane is None:
+            self.notify(f"{e['node']} has no pane here", severity="warning")
+            return
+        if pane.filter != "all":
+            pane.set_filter("all")
+        if self.many_nodes:
+            self._open_pane(pane.node)
+        self.action_tab("tab-logs")
+        hit = pane.find(e["text"])
+        if hit is None:
+            where = f"{self.runbook.run_dir.log_path(pane.node)}" if self.runbook.run_dir else "the run's log"
+            self.notify(f"line {e['line']} is no longer in the pane; it is in {where}", timeout=8)
+        else:
+            pane.log.focus()
+            self.query_one("#status", Static).update(Text(f"{pane.node}: line {e['line']} of its log"))
+
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
 
@@ -482,8 +538,7 @@ class PlaybookScreen(Screen):
         if not self.findings:
             self.notify("no findings to fix")
             return
-        t = self.query_one("#findings", DataTable)
-        f = self.findings[min(max(t.cursor_row, 0), len(self.findings) - 1)]
+        f = self._selected_finding()
         fx = f.get("fix")
         if not fx or fx.get("scope") == "manual":
             self.notify(f"{f['id']}: {fx.get('explain') if fx else 'no fix known'}", timeout=10)

@@ -296,4 +296,6 @@ def finding_text(f: dict) -> Text:
             t.append(f"  or: {alt}\n", style="dim")
         if fix.get("scope") != "manual":
             t.append("press f to preview this change to the playbook\n", style="dim italic")
+    if any(e.get("line") for e in f.get("evidence") or ()):
+        t.append("press j to see the evidence line in its pane\n", style="dim italic")
     return t
