@@ -86,7 +86,7 @@ def test_stop_leaves_no_process_and_frees_the_port(cluster: Cluster, ssh_env: Pa
     wait_results(rb, 6)  # all 6 ranks are in their --sleep now
     for node in NODES:
         assert job_pids(cluster, node), node
-    pgids = {n: nr.process.pgid for n, nr in rb.nodes.items()}
+    pgids = {n: nr.process.pgid for n, nr in rb.launch.nodes.items()}
     assert all(pgids.values())
     rb.stop_job()
     rb.close()
@@ -95,7 +95,7 @@ def test_stop_leaves_no_process_and_frees_the_port(cluster: Cluster, ssh_env: Pa
         assert job_pids(cluster, node) == [], node
     ss = cluster.ns_exec("node02", "ss", "-Hltn", "sport = :29553").stdout
     assert ss.strip() == ""
-    summary = json.loads((rb.run_dir.path / "summary.json").read_text())
+    summary = json.loads((rb.run_path / "summary.json").read_text())
     assert {n: d["pgid"] for n, d in summary["nodes"].items()} == pgids
     assert all(d["state"] == "stopped" for d in summary["nodes"].values())
 
@@ -117,7 +117,7 @@ def test_kill_9_of_one_nodes_workers(cluster: Cluster, ssh_env: Path, tmp_path: 
     ff = rb.first_failure()
     assert ff["node"] == "node04" and ff["exitcode"] == -9 and ff["signal"] == "SIGKILL"
     rb.close()
-    summary = json.loads((rb.run_dir.path / "summary.json").read_text())
+    summary = json.loads((rb.run_path / "summary.json").read_text())
     assert summary["first_failure"]["node"] == "node04"
     assert summary["nodes"]["node04"]["root_cause"]["signal"] == "SIGKILL"
     time.sleep(0.5)
@@ -129,7 +129,7 @@ def test_a_cut_link_marks_the_node_lost_and_stops_the_others(cluster: Cluster, s
                                                              runs_dir: Path) -> None:
     rb, rec = start_long_job(cluster, tmp_path, runs_dir, 29555, name="cut", extra="  keepalive: 1\n")
     wait_results(rb, 6)
-    before = (rb.run_dir.path / "node04.log").read_text()
+    before = (rb.run_path / "node04.log").read_text()
     cluster.cut_link("node04")
     try:
         t0 = time.monotonic()
@@ -144,7 +144,7 @@ def test_a_cut_link_marks_the_node_lost_and_stops_the_others(cluster: Cluster, s
                         and e.state == "failed"][-1]
         assert "node04 lost" in watch_failed.message and len(steps) >= 8
         assert rb.summary()["nodes"]["node04"]["state"] == "lost"
-        assert (rb.run_dir.path / "node04.log").read_text().startswith(before)  # what arrived is kept
+        assert (rb.run_path / "node04.log").read_text().startswith(before)  # what arrived is kept
         assert sum("ddptui-smoke result" in x for x in before.splitlines()) == 2
         for node in ("node02", "node03"):
             assert job_pids(cluster, node) == [], node
@@ -167,16 +167,16 @@ def test_a_worker_started_first_is_explained_while_it_waits(cluster: Cluster, ss
     try:
         assert rb.run_step("connect") and rb.run_step("launch-workers")
         t0 = time.monotonic()
-        f = rec.wait(lambda e: isinstance(e, FindingRaised) and e.finding["id"] == "master-not-started", 60,
+        f = rec.wait(lambda e: isinstance(e, FindingRaised) and e.finding.id == "master-not-started", 60,
                      "master-not-started")
         assert time.monotonic() - t0 < 30  # long before the 60 s rendezvous timeout
-        assert f.finding["nodes"] == ["node03"] and f.finding["state"] == "active"
-        assert "Rendezvous'ing worker group" in f.finding["evidence"][0]["text"]
+        assert f.finding.nodes == ["node03"] and f.finding.state == "active"
+        assert "Rendezvous'ing worker group" in f.finding.evidence[0].text
         assert rb.run_step("launch-master") and rb.run_step("wait-master")
         for _ in range(2):
             if rb.run_step("watch"):
                 break
-        rec.wait(lambda e: isinstance(e, FindingRaised) and e.finding["id"] == "master-not-started"
-                 and e.finding["state"] == "resolved", 60, "the finding to be resolved")
+        rec.wait(lambda e: isinstance(e, FindingRaised) and e.finding.id == "master-not-started"
+                 and e.finding.state == "resolved", 60, "the finding to be resolved")
     finally:
         rb.close()

@@ -55,7 +55,7 @@ async def test_ib_socket_mismatch_is_fixed_from_the_tui(cluster: Cluster, ssh_en
         assert f["state"] == "active" and sorted(f["nodes"]) == ["node02", "node03"]
         assert {e["node"] for e in f["evidence"]} == {"node02", "node03"}
         assert screen.runbook.job_running  # the job hangs, as NCCL would: not a timeout, a finding
-        first_run = screen.runbook.run_dir.path
+        first_run = screen.runbook.run_path
         # jump from the finding to its evidence line in the node's pane
         await pilot.press("3", "j")
         assert screen.query_one(TabbedContent).active == "tab-logs"
@@ -73,7 +73,7 @@ async def test_ib_socket_mismatch_is_fixed_from_the_tui(cluster: Cluster, ssh_en
         await app.workers.wait_for_complete()
         await pilot.pause()
         rb = screen.runbook
-        assert rb.run_dir.path != first_run
+        assert rb.run_path != first_run
         assert rb.states["watch"] == "passed", (rb.states, screen.query_one("#step-detail").render())
         assert not [x for x in screen.findings if x["id"] == "ib-socket-mismatch"]
         assert screen.fixed == ["ib-socket-mismatch"]
@@ -82,5 +82,5 @@ async def test_ib_socket_mismatch_is_fixed_from_the_tui(cluster: Cluster, ssh_en
     assert "NCCL_IB_DISABLE" not in pb_path.read_text()  # the original is kept
     for node in ("node02", "node03"):
         assert job_pids(cluster, node) == []
-    second = (rb.run_dir.path / "node02.log").read_text()
+    second = (rb.run_path / "node02.log").read_text()
     assert "Using network Socket" in second and "NET/IB : Using" not in second

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from ddptui.core.diagnosis.model import Fix
-from ddptui.core.fixes import apply_fix, diff, next_revision_path, save_revision
+from ddptui.core.fixes import NotFixable, apply_fix, diff, next_revision_path, save_revision
 from ddptui.core.playbook.loader import parse_playbook
 
 PB = """\
@@ -41,7 +41,7 @@ def test_per_node_fix_splits_a_hostlist():
 
 
 def test_manual_fix_cannot_be_applied():
-    with pytest.raises(ValueError):
+    with pytest.raises(NotFixable):
         apply_fix(PB, Fix(scope="manual", explain="open the port"))
 
 
@@ -52,3 +52,44 @@ def test_revisions_never_overwrite(tmp_path: Path):
     r2 = save_revision(r1, "two")
     assert (r1.name, r2.name) == ("x.rev1.yaml", "x.rev2.yaml") and p.read_text() == PB
     assert next_revision_path(p).name == "x.rev3.yaml"
+
+
+def test_the_same_change_on_every_node_goes_into_job_env():
+    """A cause that lives in job.env is fixed in job.env: the hostlist stays one line."""
+    text = PB.replace("    NCCL_DEBUG: INFO   # keep this comment\n",
+                      "    NCCL_DEBUG: INFO   # keep this comment\n    GLOO_SOCKET_IFNAME: eth9\n")
+    fix = Fix(scope="nodes", per_node={n: {"GLOO_SOCKET_IFNAME": "eth0"} for n in ("node02", "node03", "node04")})
+    new = apply_fix(text, fix, ["node02", "node03", "node04"])
+    pb = parse_playbook(new)
+    assert "nodes: node[02-04]" in new and all(n.env == () for n in pb.nodes)
+    assert pb.job.env_dict()["GLOO_SOCKET_IFNAME"] == "eth0" and "# keep this comment" in new
+
+
+def test_propose_folds_one_finding_per_node_into_one_job_env_change(tmp_path: Path):
+    from ddptui.core.diagnosis.model import Finding
+    from ddptui.core.fixes import propose
+    from ddptui.core.playbook.loader import load_playbook
+
+    p = tmp_path / "c.yaml"
+    p.write_text(PB.replace("script: train.py", "script: builtin:smoke"))
+    pb = load_playbook(p)
+    fs = [Finding("bad-socket-ifname", "error", [n], f"{n}: eth9", fix=Fix(
+        scope="nodes", per_node={n: {"GLOO_SOCKET_IFNAME": "eth0"}})) for n in ("node02", "node03", "node04")]
+    prop = propose(pb, fs)
+    added = [l for l in prop.diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    assert added == ["+    GLOO_SOCKET_IFNAME: eth0"] and prop.ids == ("bad-socket-ifname",) * 3
+    only_two = propose(pb, fs[:2])  # not every node: each named node gets its own value
+    assert "nodes:\n" in only_two.new_text and "node[02-04]" not in only_two.new_text
+
+
+def test_manual_findings_are_not_fixable(tmp_path: Path):
+    from ddptui.core.diagnosis.model import Finding
+    from ddptui.core.fixes import propose
+    from ddptui.core.playbook.loader import load_playbook
+
+    p = tmp_path / "c.yaml"
+    p.write_text(PB.replace("script: train.py", "script: builtin:smoke"))
+    f = Finding("port-in-use", "error", ["node02"], "taken", fix=Fix(scope="manual", explain="free the port"))
+    assert not f.fixable
+    with pytest.raises(NotFixable, match="free the port"):
+        propose(load_playbook(p), [f])

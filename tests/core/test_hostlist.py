@@ -1,6 +1,6 @@
 import pytest
 
-from ddptui.core.inventory import HostlistError, expand_hostlist
+from ddptui.core.hostlist import HostlistError, expand_hostlist
 
 
 @pytest.mark.parametrize("expr,names", [

@@ -26,3 +26,17 @@ def test_the_tui_process_never_imports_torch():
     loaded = _loaded_after(["ddptui.ui.app", "ddptui.cli"])
     assert "textual.app" in loaded
     assert "torch" not in loaded
+
+
+def test_import_contracts_hold():
+    """pyproject's [tool.importlinter] contracts: core below ui, workloads imported by nothing,
+    the UI never reaching into a transport."""
+    import shutil
+    from pathlib import Path
+
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    assert exe, "import-linter is not installed (pip install -e '.[test]')"
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([exe], cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "0 broken" in r.stdout

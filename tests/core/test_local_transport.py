@@ -8,7 +8,8 @@ import time
 
 import psutil
 
-from ddptui.core.transport.base import LaunchSpec, LineSplitter
+from ddptui.core.logs.lines import LineSplitter
+from ddptui.core.transport.base import LaunchSpec
 from ddptui.core.transport.local import LocalTransport
 
 # A parent that starts a child in a NEW session (as torchrun starts its workers), then both sleep.

@@ -63,7 +63,7 @@ steps: [launch-master, wait-master, launch-workers, watch]
         for p in panes:
             assert len(p.log.lines) <= PANE_MAX_LINES
             assert p.total_lines >= N
-        run = screen.runbook.run_dir.path
+        run = screen.runbook.run_path
     for node in ("a", "b", "c"):
         lines = (run / f"{node}.log").read_text().splitlines()
         flood = [x for x in lines if " via NET/Socket/0 line " in x]

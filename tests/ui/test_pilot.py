@@ -98,7 +98,7 @@ async def test_step_through_run_next_skip_rerun(tmp_path: Path, runs_dir: Path) 
         assert screen.runbook.states == {"one": "passed", "two": "skipped", "three": "passed"}
         log = screen.query_one("#pane-localhost").log
         assert sum("step-one-output" in line for line in log.lines) == 2
-        run = screen.runbook.run_dir.path
+        run = screen.runbook.run_path
     assert (run / "localhost.log").read_text().count("step-one-output") == 2
 
 
@@ -153,7 +153,7 @@ async def test_quit_while_a_job_runs_asks_then_stops_it(tmp_path: Path, runs_dir
         await pilot.press("r")  # launch-master: torchrun + sleep.py start
         await settle(app, pilot)
         assert screen.history[-1] == ("launch-master", "passed")
-        proc = screen.runbook.nodes["localhost"].process
+        proc = screen.runbook.launch.nodes["localhost"].process
         assert proc.running
         job = psutil.Process(proc.pid)
         await pilot.press("q")
@@ -180,7 +180,7 @@ async def test_quit_can_leave_the_job_running(tmp_path: Path, runs_dir: Path, mo
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("r")
         await settle(app, pilot)
-        proc = app.screen.runbook.nodes["localhost"].process
+        proc = app.screen.runbook.launch.nodes["localhost"].process
         assert proc.running
         await pilot.press("q")
         assert isinstance(app.screen, QuitScreen)

@@ -17,7 +17,7 @@ from pathlib import Path
 from . import __version__
 from .core.errors import DdptuiError, PlaybookError, UsageError
 
-SUBCOMMANDS = ("validate", "check", "run", "diagnose")
+SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -42,7 +42,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "Get multi-node PyTorch jobs running from a login node. With no command, opens the TUI: "
         "the playbook picker, or PLAYBOOK ready to step through."),
         epilog="commands (headless): validate PLAYBOOK · check PLAYBOOK [--json] · "
-               "run PLAYBOOK --headless [--from STEP] [--json] · diagnose FILE... [--json].  "
+               "run PLAYBOOK --headless [--from STEP] [--json] · diagnose FILE... [--json] · "
+               "fix PLAYBOOK [--id ID] [--apply].  "
                "`ddptui COMMAND --help` for more.")
     top.add_argument("playbook", nargs="?", type=Path, help="a playbook YAML file")
     _common(top)
@@ -68,6 +69,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     d.add_argument("--json", action="store_true", help='print {"findings": [...]}')
     d.add_argument("--nnodes", type=int, help="the job's node count, if the logs do not come from a run directory")
     _common(d)
+    f = cmds.add_parser("fix", help="run the checks; show each fixable finding's diff; --apply writes a revision")
+    f.add_argument("playbook", type=Path)
+    f.add_argument("--id", metavar="ID", help="only this diagnosis id (e.g. bad-socket-ifname)")
+    f.add_argument("--apply", action="store_true", help="write the fixed playbook as PLAYBOOK.revN.yaml, print its path")
+    _common(f)
     return top, sub
 
 
@@ -78,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             args = sub.parse_args(argv)
             return {"validate": cmd_validate, "check": cmd_check, "run": cmd_run,
-                    "diagnose": cmd_diagnose}[args.command](args)
+                    "diagnose": cmd_diagnose, "fix": cmd_fix}[args.command](args)
         args = top.parse_args(argv)
         return cmd_tui(args)
     except PlaybookError as e:
@@ -176,11 +182,12 @@ class _Printer:
                 self._w(f"{'ddptui':<{self.width}} │   {ev.node} (node_rank {ev.node_rank}): {ev.command}")
             elif isinstance(ev, E.FindingRaised):
                 f = ev.finding
-                fix = f.get("fix") or {}
-                env = " ".join(f"{k}={v}" for k, v in (fix.get("env") or {}).items())
-                mark = "✓" if f["state"] == "resolved" else "⚠"
-                self._w(f"{'ddptui':<{self.width}} │ {mark} {f['id']} ({f['severity']}, {f['state']}): {f['summary']}"
-                        + (f" — fix: {env}" if env and f["state"] == "active" else ""))
+                env = " ".join(f"{k}={v}" for k, v in (f.fix.env if f.fix else {}).items())
+                mark = "⚠" if f.active else "✓"
+                self._w(f"{'ddptui':<{self.width}} │ {mark} {f.id} ({f.severity}, {f.state}): {f.summary}"
+                        + (f" — fix: {env}" if env and f.active else ""))
+            elif isinstance(ev, E.PlaybookRevised):
+                self._w(f"{'ddptui':<{self.width}} │ fix for {ev.finding_id} written to {ev.path}; running it")
             elif isinstance(ev, E.Notice):
                 self._w(f"{'ddptui':<{self.width}} │ {ev.level}: {ev.text}")
             elif isinstance(ev, E.RunStarted):
@@ -193,6 +200,7 @@ class _Printer:
 
 def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: bool) -> tuple[int, object]:
     from .core.runbook import Runbook
+    from .core.states import NodeStatus
     from .core.transport.factory import make_factory
 
     pb = _load(args.playbook)
@@ -222,13 +230,13 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
         rc = EXIT_INTERRUPTED
     finally:
         rb.close()
-    if not as_json and rb.run_dir is not None:
+    if not as_json and rb.run_path is not None:
         s = rb.summary()
         bad = [f"{n} {d['state']}" + (f" (exit {d['exit_code']})" if d["exit_code"] not in (None, 0) else "")
-               for n, d in s["nodes"].items() if d["state"] in ("failed", "lost", "unreachable")]
+               for n, d in s["nodes"].items() if NodeStatus(d["state"]).bad]
         verdict = "ok" if rc == EXIT_OK else ("interrupted" if rc == EXIT_INTERRUPTED else "FAILED")
         printer._w(f"{'ddptui':<{width}} │ {verdict}" + (f": {', '.join(bad)}" if bad else "") +
-                   f" — logs in {rb.run_dir.path}")
+                   f" — logs in {rb.run_path}")
     return rc, rb
 
 
@@ -251,53 +259,86 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     pb = _load(args.playbook)
-    ids = [s.id for s in pb.steps if s.kind in ("connect", "check")] or ["connect"]
+    ids = _check_steps(pb)
     if args.json:
-        import io
-
-        buf = _Printer(False, 6)
-        buf.out = io.StringIO()  # the JSON object is the only thing on stdout
-        from .core.runbook import Runbook
-        from .core.transport.factory import make_factory
-
-        rb = Runbook(pb, buf, _runs_dir(args), make_factory(_ssh_settings(args)))
-        try:
-            ok = all([rb.run_step(s) for s in ids])
-        except KeyboardInterrupt:
-            rb.close()
+        rb, ok = _quiet_checks(args, pb, ids)
+        if rb is None:
             return EXIT_INTERRUPTED
-        rb.close()
-        print(json.dumps(check_report(args.playbook, rb), indent=2))
+        report = rb.check_report()
+        report["playbook"] = str(args.playbook)
+        print(json.dumps(report, indent=2))
         return EXIT_OK if ok else EXIT_FAIL
     rc, _ = _headless(args, ids, False)
     return rc
 
 
-def check_report(path: Path, rb) -> dict:
-    """The `check --json` object of CONTRACTS.md, from what the run learned."""
-    pf = rb.preflight
-    nodes = []
-    for name, nr in rb.nodes.items():
-        reachable = nr.transport is not None and nr.state != "unreachable"
-        facts = pf.facts.get(name) if pf else None
-        checks = [{"id": c.check, "status": c.status, "summary": c.summary, "command": c.command,
-                   "output": c.output} for c in pf.checks.get(name, [])] if pf else []
-        if reachable:
-            checks.insert(0, {"id": "ssh", "status": "pass", "summary": f"connected ({nr.transport.kind})",
-                              "command": "", "output": ""})
-        else:
-            checks.insert(0, {"id": "ssh", "status": "fail", "summary": nr.error or "not connected",
-                              "command": "", "output": ""})
-        nodes.append({
-            "name": name, "host": nr.transport.address if nr.transport else None,
-            "role": "master" if name == rb.pb.master else "worker",
-            "reachable": reachable, "error": nr.error,
-            "facts": facts.to_json() if facts is not None and reachable else {},
-            "checks": checks,
-        })
-    return {"playbook": str(path), "backend": pf.backend if pf else rb.pb.job.backend,
-            "master_addr": pf.master_addr if pf else None, "nodes": nodes,
-            "findings": [f.to_json() for f in pf.findings] if pf else []}
+def _check_steps(pb) -> list[str]:
+    return [s.id for s in pb.steps if s.kind in ("connect", "check")] or ["connect"]
+
+
+def _quiet_checks(args: argparse.Namespace, pb, ids: list[str]):
+    """Run the check steps with nothing on stdout; (runbook, ok), or (None, False) on Ctrl-C."""
+    import io
+
+    from .core.runbook import Runbook
+    from .core.transport.factory import make_factory
+
+    buf = _Printer(False, 6)
+    buf.out = io.StringIO()
+    rb = Runbook(pb, buf, _runs_dir(args), make_factory(_ssh_settings(args)))
+    try:
+        ok = all([rb.run_step(s) for s in ids])
+    except KeyboardInterrupt:
+        return None, False
+    finally:
+        rb.close()
+    return rb, ok
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    """Run the checks; show each fixable finding's diff; with --apply write one revision of them all."""
+    from .core.fixes import NotFixable, propose
+
+    pb = _load(args.playbook)
+    rb, _ = _quiet_checks(args, pb, _check_steps(pb))
+    if rb is None:
+        return EXIT_INTERRUPTED
+    findings = [f for f in rb.findings() if f.active]
+    if args.id:
+        known = sorted({f.id for f in findings})
+        findings = [f for f in findings if f.id == args.id]
+        if not findings:
+            print(f"{args.playbook}: the checks raised no {args.id}" + (f" (they raised: {', '.join(known)})" if known
+                                                                        else " (they raised nothing)"))
+            return EXIT_FAIL
+    fixable = [f for f in findings if f.fixable]
+    for f in findings:
+        if not f.fixable:
+            print(f"{f.severity.upper():7} {f.id} — {f.summary}\n          manual: "
+                  f"{f.fix.explain if f.fix else 'no fix is known'}")
+    if not fixable:
+        print(f"{args.playbook}: nothing that ddptui can fix by itself")
+        return EXIT_FAIL
+    try:
+        proposal = propose(pb, fixable)
+    except NotFixable as e:
+        raise UsageError(str(e)) from None
+    for f in fixable:
+        print(f"{f.severity.upper():7} {f.id} — {f.summary}\n          fix: {f.fix.explain}")
+    sys.stdout.write(proposal.diff)
+    if not args.apply:
+        print(f"(not written: add --apply to save this as {_revision_name(pb.path)})")
+        return EXIT_OK
+    from .core.fixes import write_revision
+
+    print(write_revision(proposal))
+    return EXIT_OK
+
+
+def _revision_name(path: Path) -> str:
+    from .core.fixes import next_revision_path
+
+    return next_revision_path(Path(path)).name
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

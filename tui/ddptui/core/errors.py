@@ -51,6 +51,10 @@ class PlaybookError(DdptuiError):
         return f"{self.path}: {n} problem{'s' if n != 1 else ''}"
 
 
+class StepFailed(DdptuiError):
+    """A step did not pass; the message says why in words."""
+
+
 class UsageError(DdptuiError):
     """A flag, a file or an argument that cannot be used (exit code 2)."""
 

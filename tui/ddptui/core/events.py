@@ -11,6 +11,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from collections.abc import Callable
 
+from .diagnosis.model import Finding
+from .states import NodeStatus, StepState
+
 
 @dataclass(frozen=True)
 class Event:
@@ -36,7 +39,7 @@ class RunStarted(Event):
 class StepChanged(Event):
     kind = "step"
     step: str
-    state: str  # pending, running, passed, failed, skipped
+    state: StepState
     message: str = ""
     t: float = field(default_factory=time.time)
 
@@ -58,11 +61,11 @@ class NodeOutput(Event):
 
 @dataclass(frozen=True)
 class NodeState(Event):
-    """A node's job state: connecting, connected, unreachable, launching, running, exited, failed, lost, stopped."""
+    """A node's state (states.NodeStatus): connecting ... running, exited, failed, lost, stopped."""
 
     kind = "node"
     node: str
-    state: str
+    state: NodeStatus
     message: str = ""
     rc: int | None = None
     pid: int | None = None
@@ -83,21 +86,34 @@ class CheckResult(Event):
 
 @dataclass(frozen=True)
 class CommandPlanned(Event):
-    """The exact command a node will run, shown before it runs (and copyable)."""
+    """The exact command a node will run, shown before it runs (and copyable), with its global ranks."""
 
     kind = "command"
     node: str
     role: str
     node_rank: int
     command: str
+    first_rank: int = 0
+    nproc: int = 1
+
+    @property
+    def ranks(self) -> range:
+        return range(self.first_rank, self.first_rank + self.nproc)
 
 
 @dataclass(frozen=True)
 class FindingRaised(Event):
-    """A finding (new, or changed state); `finding` is its JSON form (diagnosis.model.Finding)."""
+    """A finding, new or changed: a snapshot, so later changes never reach a consumer half-made."""
 
     kind = "finding"
-    finding: dict
+    finding: Finding
+
+    @classmethod
+    def of(cls, f: Finding) -> FindingRaised:
+        return cls(f.snapshot())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.kind, "finding": self.finding.to_json()}
 
 
 @dataclass(frozen=True)
@@ -114,6 +130,17 @@ class RunFinished(Event):
     kind = "run-finished"
     ok: bool
     summary: dict[str, Any]
+    t: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class PlaybookRevised(Event):
+    """A fix was written as a new revision of the playbook, which the run now uses."""
+
+    kind = "revision"
+    path: str
+    finding_id: str
+    diff: str
     t: float = field(default_factory=time.time)
 
 

@@ -18,10 +18,6 @@ def data_dir() -> Path:
     return Path(os.environ.get("DDPTUI_DATA_DIR") or platformdirs.user_data_dir(APP))
 
 
-def cache_dir() -> Path:
-    return Path(platformdirs.user_cache_dir(APP))
-
-
 def default_runs_dir() -> Path:
     return data_dir() / "runs"
 

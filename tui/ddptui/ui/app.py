@@ -78,7 +78,7 @@ class DdptuiApp(App):
             self._close_runbooks()
             self.exit()
             return
-        running = [n for n, nr in screen.runbook.nodes.items() if nr.process and nr.process.running]
+        running = screen.runbook.running_nodes
 
         def chosen(answer: str | None) -> None:
             if answer == "stop":

@@ -393,15 +393,13 @@ class PlaybookScreen(Screen):
         elif isinstance(ev, E.CommandPlanned):
             self.commands[ev.node] = ev.command
             pane = self._pane(ev.node)
-            pl = self.runbook.nodes[ev.node].plan
-            if pl:
-                pane.ranks = f"{pl.ranks.start}-{pl.ranks.stop - 1}"
+            pane.ranks = f"{ev.ranks.start}-{ev.ranks.stop - 1}"
             pane.write([f"$ {ev.command}"], 0)
             pane.refresh_header()
         elif isinstance(ev, E.CheckResult):
             self.query_one(CheckMatrix).set_result(ev)
         elif isinstance(ev, E.FindingRaised):
-            self._add_finding(ev.finding)
+            self._add_finding(ev.finding.to_json())
         elif isinstance(ev, E.RunStarted):
             self.query_one("#status", Static).update(Text(f"run {ev.run_id} → {ev.run_dir}", style="dim"))
         elif isinstance(ev, E.Notice):
@@ -525,7 +523,7 @@ class PlaybookScreen(Screen):
         self.action_tab("tab-logs")
         hit = pane.find(e["text"])
         if hit is None:
-            where = f"{self.runbook.run_dir.log_path(pane.node)}" if self.runbook.run_dir else "the run's log"
+            where = str(self.runbook.log_path(pane.node) or "the run's log")
             self.notify(f"line {e['line']} is no longer in the pane; it is in {where}", timeout=8)
         else:
             pane.log.focus()

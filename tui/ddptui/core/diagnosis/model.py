@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 SEVERITIES = ("error", "warning", "info")
@@ -45,6 +45,19 @@ class Finding:
     explanation: str = ""
     fix: Fix | None = None
     state: str = "active"  # active | resolved
+
+    @property
+    def fixable(self) -> bool:
+        """ddptui can apply the fix itself (an env change), not only say what to do."""
+        return self.fix is not None and self.fix.scope != "manual" and bool(self.fix.env or self.fix.per_node)
+
+    @property
+    def active(self) -> bool:
+        return self.state == "active"
+
+    def snapshot(self) -> Finding:
+        """A copy whose lists no later change of this finding touches."""
+        return replace(self, nodes=list(self.nodes), evidence=list(self.evidence))
 
     def to_json(self) -> dict[str, Any]:
         return {

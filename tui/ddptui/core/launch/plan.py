@@ -10,7 +10,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from ..playbook.model import Playbook
+from pathlib import Path
+
+from ..playbook.model import NodeSpec, Playbook
 
 SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|API_KEY|ACCESS_KEY|PRIVATE)", re.I)
 
@@ -49,7 +51,24 @@ class LaunchInputs:
     master_addr: str
     scripts: dict[str, str]  # node -> the script's path on that node
     pythons: dict[str, str]  # node -> interpreter whose torch runs the job
-    extra_env: dict[str, str] = field(default_factory=dict)  # applied fixes
+    cwds: dict[str, str | None] = field(default_factory=dict)  # node -> workdir_for(); default: as written
+
+
+def env_for(pb: Playbook, node: NodeSpec) -> dict[str, str]:
+    """The job's env on one node: job.env, then the node's own env on top. The one merge."""
+    env = pb.job.env_dict()
+    env.update(dict(node.env))
+    return env
+
+
+def workdir_for(pb: Playbook, node: NodeSpec, transport_kind: str) -> str | None:
+    """Where the job runs on a node: the node's workdir, the job's, or (on this machine, with
+    neither, for a script of the user's) the playbook's folder, so a relative script resolves as
+    the user wrote it. The one place that decides it: the script check and the launch both ask."""
+    cwd = node.workdir or pb.job.workdir
+    if cwd is None and transport_kind == "local" and pb.path is not None and not pb.job.script.startswith("builtin:"):
+        cwd = str(Path(pb.path).resolve().parent)
+    return cwd
 
 
 def plan_launch(pb: Playbook, inputs: LaunchInputs) -> list[NodePlan]:
@@ -80,13 +99,11 @@ def plan_launch(pb: Playbook, inputs: LaunchInputs) -> list[NodePlan]:
         env = {"PYTHONUNBUFFERED": "1", "LOGLEVEL": "INFO"}
         if job.backend != "auto":
             env["DDPTUI_BACKEND"] = job.backend
-        env.update(job.env_dict())
-        env.update(dict(node.env))
-        env.update(inputs.extra_env)
+        env.update(env_for(pb, node))
         plans.append(NodePlan(
             node=node.name, role="master" if rank == 0 else "worker", node_rank=rank, nproc=nproc,
             first_rank=first_rank, python=python, argv=tuple(argv), env=env,
-            cwd=node.workdir or job.workdir,
+            cwd=inputs.cwds.get(node.name, node.workdir or job.workdir),
         ))
         first_rank += nproc
     return plans

@@ -18,7 +18,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..errors import PlaybookError, Problem
-from ..inventory import HostlistError, expand_hostlist
+from ..hostlist import HostlistError, expand_hostlist
 from .model import (
     BUILTIN_SCRIPTS,
     DEFAULT_STEPS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 STEP_KINDS = ("connect", "check", "launch-master", "wait-master", "launch-workers", "watch", "shell")
@@ -99,22 +99,3 @@ class Playbook:
 
     def nproc_of(self, node: NodeSpec) -> int:
         return node.nproc_per_node or self.job.nproc_per_node
-
-    def with_env(self, changes: dict[str, str | None], nodes: tuple[str, ...] = ()) -> Playbook:
-        """A copy with env changes (None removes a key), on the job or on the named nodes."""
-        if not nodes:
-            env = dict(self.job.env)
-            for k, v in changes.items():
-                if v is None:
-                    env.pop(k, None)
-                else:
-                    env[k] = v
-            return replace(self, job=replace(self.job, env=tuple(env.items())))
-        new_nodes = []
-        for n in self.nodes:
-            if n.name in nodes:
-                env = dict(n.env)
-                env.update({k: v for k, v in changes.items() if v is not None})
-                n = replace(n, env=tuple(env.items()))
-            new_nodes.append(n)
-        return replace(self, nodes=tuple(new_nodes))

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+
+from ..logs.lines import LineSplitter, OnLines, read_loop
 
 GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text(encoding="utf-8")
 _CTL = "\x1eddptui-guard "
@@ -17,7 +18,6 @@ _STARTED = re.compile(r"started pid=(\d+) pgid=(\d+)")
 _EXIT = re.compile(r"exit rc=(-?\d+)")
 _DETACHED = re.compile(r"detached log=(.+)")
 
-OnLines = Callable[[list[str]], None]
 
 
 @dataclass(frozen=True)
@@ -46,23 +46,6 @@ class LaunchSpec:
     def to_stdin(self) -> bytes:
         return (json.dumps({"argv": list(self.argv), "env": self.env, "cwd": self.cwd,
                             "grace": self.grace, "detach_log": self.detach_log}) + "\n").encode()
-
-
-class LineSplitter:
-    """Bytes in, whole lines out; a partial line waits for the rest."""
-
-    def __init__(self) -> None:
-        self._tail = b""
-
-    def feed(self, data: bytes) -> list[str]:
-        data = self._tail + data
-        parts = data.split(b"\n")
-        self._tail = parts.pop()
-        return [p.decode("utf-8", "replace").rstrip("\r") for p in parts]
-
-    def flush(self) -> list[str]:
-        tail, self._tail = self._tail, b""
-        return [tail.decode("utf-8", "replace").rstrip("\r")] if tail else []
 
 
 class RemoteProcess(ABC):
@@ -191,23 +174,3 @@ class Transport(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
-
-
-def read_loop(read: Callable[[], bytes], on_lines: OnLines, batch_seconds: float = 0.05) -> None:
-    """Read chunks until EOF; deliver whole lines in batches (never one call per line)."""
-    splitter = LineSplitter()
-    pending: list[str] = []
-    last = time.monotonic()
-    while True:
-        data = read()
-        if not data:
-            break
-        pending.extend(splitter.feed(data))
-        now = time.monotonic()
-        if pending and (len(pending) >= 1000 or now - last >= batch_seconds or len(data) < 4096):
-            on_lines(pending)
-            pending = []
-            last = now
-    pending.extend(splitter.flush())
-    if pending:
-        on_lines(pending)

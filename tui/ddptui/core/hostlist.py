@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 
+from .errors import DdptuiError
 
-class HostlistError(ValueError):
+
+class HostlistError(DdptuiError, ValueError):
     def __init__(self, message: str, offset: int) -> None:
         super().__init__(message)
         self.offset = offset  # 0-based offset into the expression

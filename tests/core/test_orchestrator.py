@@ -1,0 +1,187 @@
+"""The launch orchestrator without a cluster: real processes under the real guard, on this machine.
+
+The test double is the workload: `ScriptedLocal` is the local transport with torchrun's argv
+replaced by a short Python program per node (print lines, sleep, exit with a code), so the order,
+the exits, fail-fast, stop and lost-node paths run for real (process groups, TERM/KILL) in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ddptui.core import events as E
+from ddptui.core.diagnosis.live import LiveDiagnosis
+from ddptui.core.launch import orchestrator
+from ddptui.core.launch.orchestrator import describe_failure
+from ddptui.core.playbook.loader import parse_playbook
+from ddptui.core.runbook import Runbook
+from ddptui.core.states import NodeStatus, StepState
+from ddptui.core.transport.local import LocalTransport
+
+PB = """
+name: scripted
+transport: local
+nodes: [a, b, c]
+ssh: {keepalive: 1}
+job: {script: builtin:smoke, nproc_per_node: 2, stop_grace: 2}
+steps:
+  - {id: connect, kind: connect}
+  - {id: launch-master, kind: launch-master}
+  - {id: launch-workers, kind: launch-workers}
+  - {id: watch, kind: watch, timeout: 60}
+"""
+
+
+class ScriptedLocal(LocalTransport):
+    """Test double: the local transport, running `programs[node]` instead of torchrun."""
+
+    def __init__(self, node: str, programs: dict[str, str], answers: dict[str, bool]) -> None:
+        super().__init__(node)
+        self.programs, self.answers = programs, answers
+
+    def start(self, spec, on_lines, python):
+        return super().start(replace(spec, argv=(sys.executable, "-c", self.programs[self.node])), on_lines, python)
+
+    def alive(self, timeout: float) -> bool:  # what the SSH transport's keepalive request answers
+        return self.answers.get(self.node, True)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[E.Event] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, ev: E.Event) -> None:
+        with self.lock:
+            self.events.append(ev)
+
+    def of(self, kind: type) -> list:
+        with self.lock:
+            return [e for e in self.events if isinstance(e, kind)]
+
+
+SLEEP = "import time\nprint('up', flush=True)\ntime.sleep(60)"
+
+
+def runbook(tmp_path: Path, programs: dict[str, str], answers: dict[str, bool] | None = None):
+    rec = Recorder()
+    answers = answers if answers is not None else {}
+    pb = parse_playbook(PB)
+    rb = Runbook(pb, rec, tmp_path / "runs", lambda pb, node: ScriptedLocal(node, programs, answers))
+    (tmp_path / "runs").mkdir(exist_ok=True)
+    return rb, rec
+
+
+def gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_master_first_then_workers_in_order_with_their_ranks(tmp_path: Path) -> None:
+    ok = "print('hello from', __import__('os').getpid(), flush=True)"
+    rb, rec = runbook(tmp_path, {"a": ok, "b": ok, "c": ok})
+    try:
+        assert rb.run_all()
+    finally:
+        rb.close()
+    planned = rec.of(E.CommandPlanned)
+    assert [(c.node, c.role, c.node_rank, list(c.ranks)) for c in planned] == [
+        ("a", "master", 0, [0, 1]), ("b", "worker", 1, [2, 3]), ("c", "worker", 2, [4, 5])]
+    started = [e.node for e in rec.of(E.NodeState) if e.state == NodeStatus.RUNNING]
+    assert started == ["a", "b", "c"]
+    assert {e.node: e.state for e in rec.of(E.NodeState) if e.state == NodeStatus.EXITED} == \
+        {"a": "exited", "b": "exited", "c": "exited"}
+    assert all(rb.node_state(n) == NodeStatus.EXITED for n in "abc")
+    out = {e.node for e in rec.of(E.NodeOutput)}
+    assert out == {"a", "b", "c"} and (rb.run_path / "b.log").read_text().startswith("hello from")
+
+
+def test_a_failed_node_stops_the_others_and_is_named_first(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(orchestrator, "FAIL_FAST_GRACE", 0.2)
+    fail = "import sys\nprint('boom', flush=True)\nsys.exit(3)"
+    rb, rec = runbook(tmp_path, {"a": SLEEP, "b": fail, "c": SLEEP})
+    t0 = time.monotonic()
+    try:
+        assert not rb.run_all()
+    finally:
+        rb.close()
+    assert time.monotonic() - t0 < 30  # not the 60 s sleep: the others were stopped
+    assert rb.states["watch"] == StepState.FAILED
+    watch = [e for e in rec.of(E.StepChanged) if e.step == "watch" and e.state == StepState.FAILED][0]
+    assert "b exited 3" in watch.message and "None" not in watch.message
+    assert (rb.node_state("a"), rb.node_state("b"), rb.node_state("c")) == (
+        NodeStatus.STOPPED, NodeStatus.FAILED, NodeStatus.STOPPED)
+    notices = [n.text for n in rec.of(E.Notice)]
+    assert any("b failed: stopping the job on a, c" in t for t in notices)
+
+
+def test_stop_job_ends_every_process_group(tmp_path: Path) -> None:
+    rb, rec = runbook(tmp_path, {"a": SLEEP, "b": SLEEP, "c": SLEEP})
+    for step in ("connect", "launch-master", "launch-workers"):
+        assert rb.run_step(step)
+    pgids = {e.node: e.pgid for e in rec.of(E.NodeState) if e.state == NodeStatus.RUNNING}
+    assert sorted(pgids) == ["a", "b", "c"] and rb.job_running
+    rb.stop_job()
+    assert not rb.job_running and all(gone(p) for p in pgids.values())
+    assert all(rb.node_state(n) == NodeStatus.STOPPED for n in "abc")
+    rb.close()
+    summary = (rb.run_path / "summary.json").read_text()
+    assert '"stopped"' in summary
+
+
+def test_a_node_that_stops_answering_is_lost_and_the_rest_stopped(tmp_path: Path) -> None:
+    answers = {"c": True}
+    rb, rec = runbook(tmp_path, {"a": SLEEP, "b": SLEEP, "c": SLEEP}, answers)
+    for step in ("connect", "launch-master", "launch-workers"):
+        assert rb.run_step(step)
+    answers["c"] = False  # from now on c's keepalives go unanswered
+    try:
+        assert not rb.run_step("watch")
+    finally:
+        rb.close()
+    assert rb.node_state("c") == NodeStatus.LOST
+    assert rb.node_state("a") == rb.node_state("b") == NodeStatus.STOPPED
+    assert rb.first_failure() == {"node": "c", "lost": True}
+    assert describe_failure(rb.first_failure()) == "c (the node stopped answering)"
+
+
+def test_a_second_launch_while_running_is_refused(tmp_path: Path) -> None:
+    rb, rec = runbook(tmp_path, {"a": SLEEP, "b": SLEEP, "c": SLEEP})
+    try:
+        assert rb.run_step("connect") and rb.run_step("launch-master")
+        assert not rb.run_step("launch-master")
+        failed = [e for e in rec.of(E.StepChanged) if e.state == StepState.FAILED][-1]
+        assert "a is already running" in failed.message
+    finally:
+        rb.close()
+
+
+@pytest.mark.parametrize("ff, words", [
+    ({"node": "n3", "host": "n3", "rank": 2, "exitcode": -9, "signal": "SIGKILL"}, "n3 (host n3) rank 2 exitcode -9 (SIGKILL)"),
+    ({"node": "n4", "host": None, "rank": None, "exitcode": None}, "n4"),
+])
+def test_describe_failure_says_only_what_is_known(ff: dict, words: str) -> None:
+    assert describe_failure(ff) == words
+
+
+def test_master_not_started_is_raised_then_resolved_with_the_playbooks_timeout() -> None:
+    seen = []
+    master_up = {"v": False}
+    live = LiveDiagnosis(2, "m", lambda: master_up["v"], lambda f: seen.append(f.snapshot()), rdzv_timeout=60)
+    live.feed("w", ["[default0]: INFO Rendezvous'ing worker group"], 1)
+    assert seen[-1].id == "master-not-started" and seen[-1].active and "60 s" in seen[-1].explanation
+    master_up["v"] = True
+    live.feed("w", ["Rendezvous complete for workers. Result:"], 2)
+    assert seen[-1].state == "resolved" and [f.id for f in live.findings] == ["master-not-started"]
+    live.reset()
+    assert live.findings == []

@@ -1,0 +1,85 @@
+"""Diagnosis during a run: the line engine, plus what only the runner can see.
+
+The runner knows things no log says: torch's rendezvous client waits in silence for the whole
+rdzv_timeout (900 s by default) when the master's store is not there (recorded on the test
+cluster), so "a worker waits in rendezvous while torchrun is not running on the master" is an
+observation of ddptui's, raised the moment the worker's line arrives.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from .engine import Engine
+from .model import Evidence, Finding, Fix
+
+WAITING = "Rendezvous'ing worker group"
+JOINED = ("Rendezvous complete for workers", "init_process_group done")
+
+
+class LiveDiagnosis:
+    """Thread-safe: every node's reader feeds it; `on_change(finding)` gets each new or changed one."""
+
+    def __init__(self, expected_nnodes: int, master: str, master_running: Callable[[], bool],
+                 on_change: Callable[[Finding], None], rdzv_timeout: int = 900) -> None:
+        self._expected = expected_nnodes
+        self._master = master
+        self._master_running = master_running
+        self._on_change = on_change
+        self._rdzv_timeout = rdzv_timeout
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        """A fresh launch: what the last one said no longer stands."""
+        with getattr(self, "_lock", threading.Lock()):
+            self._engine = Engine(expected_nnodes=self._expected, on_change=self._on_change)
+            self._own: dict[str, Finding] = {}
+            self._joined: set[str] = set()
+
+    def feed(self, node: str, lines: list[str], first: int) -> None:
+        with self._lock:
+            self._engine.feed(node, lines, first)
+            if node != self._master:
+                self._watch_rendezvous(node, lines, first)
+
+    def finish(self) -> None:
+        with self._lock:
+            self._engine.finish()
+
+    @property
+    def findings(self) -> list[Finding]:
+        with self._lock:
+            live = self._engine.findings
+            ids = {f.id for f in live}
+            return live + [f for f in self._own.values() if f.id not in ids]
+
+    def _watch_rendezvous(self, node: str, lines: list[str], first: int) -> None:
+        f = self._own.get("master-not-started")
+        for i, line in enumerate(lines):
+            if WAITING in line:
+                if self._master_running():
+                    continue
+                ev = Evidence(node, first + i, line.strip())
+                if f is None:
+                    f = self._own["master-not-started"] = self._master_not_started(node, ev)
+                elif node not in f.nodes:
+                    f.nodes.append(node)
+                    f.evidence.append(ev)
+                    f.state = "active"
+                self._on_change(f)
+            elif f is not None and node in f.nodes and f.state == "active" and any(j in line for j in JOINED):
+                self._joined.add(node)
+                if set(f.nodes) <= self._joined:
+                    f.state = "resolved"
+                    self._on_change(f)
+
+    def _master_not_started(self, node: str, ev: Evidence) -> Finding:
+        return Finding(
+            "master-not-started", "warning", [node],
+            f"{node} waits in rendezvous, but torchrun is not running on the master {self._master}", [ev],
+            "A worker started before the master: it is waiting for the master's rendezvous store and will time "
+            f"out after rdzv_timeout ({self._rdzv_timeout} s here) unless the master starts.",
+            Fix(scope="manual", explain="start the master (run launch-master); the worker joins as soon as its "
+                                        "port listens"))

@@ -1,0 +1,302 @@
+"""The launch orchestrator: start torchrun in order, wait for the master, watch every node's exit,
+fail fast, notice lost nodes, stop and detach, and say who failed first.
+
+It owns the job's processes; the runbook's launch steps call it. Everything it learns goes out as
+events through `emit`; each node's output goes to disk, the diagnosis and the sink, batch by batch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from ..diagnosis.live import LiveDiagnosis
+from ..errors import StepFailed
+from ..events import CommandPlanned, Event, NodeOutput, Notice
+from ..logs.results import parse_result_line
+from ..logs.rundir import RunDir, safe_name
+from ..logs.torchrun import first_failure
+from ..playbook.loader import resolve_builtin
+from ..playbook.model import Playbook
+from ..states import NodeStatus
+from ..transport.base import LaunchSpec, RemoteProcess
+from .keepalive import Keepalive
+from .nodes import NodeRun
+from .plan import LaunchInputs, NodePlan, plan_launch, workdir_for
+
+PORT_PROBE = ("import socket,sys\ntry:\n socket.create_connection((sys.argv[1], int(sys.argv[2])), 2).close()\n"
+              "except OSError as e:\n print(e); sys.exit(1)")
+FAIL_FAST_GRACE = 5.0  # seconds the others get to print their own errors before they are stopped
+
+
+class Orchestrator:
+    def __init__(self, pb: Playbook, nodes: dict[str, NodeRun], emit: Callable[[Event], None],
+                 sink: Callable[[Event], None], run_dir: Callable[[], RunDir],
+                 set_state: Callable[..., None], diagnosis: LiveDiagnosis) -> None:
+        self.pb = pb
+        self.nodes = nodes
+        self._emit = emit
+        self._sink = sink  # node output: to the consumers, not to events.jsonl (the logs hold it)
+        self._run_dir = run_dir
+        self._set_state = set_state
+        self.diagnosis = diagnosis
+        self.results: list[dict] = []
+        self.detached: dict[str, dict] = {}  # node -> {pid, pgid, log} when the user left the job running
+        self.stopped_by_user = False
+        self._stopping: set[str] = set()  # nodes ddptui itself asked to stop in this launch
+        self._keepalive = Keepalive(pb.ssh.keepalive, self._watched, self._lost)
+        self.closed = False
+
+    # ---- queries ------------------------------------------------------------------------------
+    @property
+    def master(self) -> NodeRun:
+        return self.nodes[self.pb.master]
+
+    @property
+    def workers(self) -> list[NodeRun]:
+        return [self.nodes[n.name] for n in self.pb.workers]
+
+    @property
+    def job_running(self) -> bool:
+        return any(nr.running for nr in self.nodes.values())
+
+    def master_addr(self) -> str:
+        m = self.master
+        if m.transport is None or m.transport.kind == "local":
+            return "127.0.0.1"
+        return m.transport.address or self.pb.master
+
+    def first_failure(self) -> dict | None:
+        """torchrun's own Root Cause where one was printed, else the first node lost."""
+        causes = {n: nr.agent.root_cause for n, nr in self.nodes.items() if nr.agent.root_cause}
+        ff = first_failure(causes)
+        if ff is not None:
+            return {"node": ff[0], **ff[1]}
+        lost = [nr.name for nr in self.nodes.values() if nr.process is not None and nr.process.lost]
+        return {"node": lost[0], "lost": True} if lost else None
+
+    # ---- plan and launch ------------------------------------------------------------------------
+    def fresh_launch(self) -> None:
+        """A new launch of the job: what the last one said no longer stands."""
+        if self.job_running:
+            return
+        self.stopped_by_user = False
+        self._stopping.clear()
+        self.results.clear()
+        self.diagnosis.reset()
+
+    def plan(self) -> list[NodePlan]:
+        builtin = resolve_builtin(self.pb.job.script)
+        scripts, cwds = {}, {}
+        for name, nr in self.nodes.items():
+            assert nr.transport is not None
+            cwds[name] = workdir_for(self.pb, nr.spec, nr.transport.kind)
+            scripts[name] = nr.transport.put_file(builtin, builtin.name) if builtin else self.pb.job.script
+        plans = plan_launch(self.pb, LaunchInputs(
+            master_addr=self.master_addr(), scripts=scripts, cwds=cwds,
+            pythons={n: nr.python for n, nr in self.nodes.items()}))
+        for p in plans:
+            self.nodes[p.node].plan = p
+            self._emit(CommandPlanned(p.node, p.role, p.node_rank, p.shell_line(), p.first_rank, p.nproc))
+        return plans
+
+    def launch(self, nr: NodeRun) -> None:
+        if nr.running:
+            raise StepFailed(f"{nr.name} is already running (pid {nr.process.pid}); stop it first")
+        assert nr.transport is not None and nr.plan is not None
+        run_dir = self._run_dir()
+        plan = nr.plan
+        self._set_state(nr, NodeStatus.LAUNCHING, f"{plan.role}, node_rank {plan.node_rank}")
+        spec = LaunchSpec(plan.argv, plan.env, plan.cwd, grace=self.pb.job.stop_grace,
+                          detach_log=f"~/.cache/ddptui/runs/{run_dir.run_id}/{safe_name(nr.name)}.log")
+        proc = nr.transport.start(spec, self._output_handler(nr, run_dir), nr.python)
+        nr.process = proc
+        nr.started_at = time.time()
+        if not proc.started.wait(30) or proc.pid is None:
+            rc = proc.wait(1)
+            raise StepFailed(f"{nr.name}: the job did not start (rc={rc}): {' '.join(proc.diagnostics[-3:])}")
+        self._set_state(nr, NodeStatus.RUNNING, f"pid {proc.pid}", pid=proc.pid, pgid=proc.pgid)
+        nr.watcher = threading.Thread(target=self._await_exit, args=(nr, proc), daemon=True)
+        nr.watcher.start()
+        self._keepalive.ensure_running()
+
+    def _output_handler(self, nr: NodeRun, run_dir: RunDir) -> Callable[[list[str]], None]:
+        """The hot path, once per batch of a node's lines: disk first, then what reads them."""
+        name = nr.name
+        expected_world = sum(self.pb.nproc_of(n) for n in self.pb.nodes)
+
+        def on_lines(lines: list[str]) -> None:
+            first = run_dir.append(name, lines)
+            nr.tail.extend(lines)
+            had_world = nr.agent.world_size
+            for line in lines:  # one pass: torchrun's own reports and the smoke test's results
+                nr.agent.feed(line)
+                if "ddptui-smoke result" in line and (r := parse_result_line(line)):
+                    r["node"] = name
+                    self.results.append(r)
+            if had_world is None and nr.agent.world_size not in (None, expected_world):
+                # torchrun does not fail when nproc_per_node differs by node: compare what it assembled
+                self._emit(Notice("warning", f"{name}: torchrun assembled a world of {nr.agent.world_size} "
+                                             f"processes, the playbook plans {expected_world}", name))
+            self.diagnosis.feed(name, lines, first)
+            self._sink(NodeOutput(name, tuple(lines), first))
+
+        return on_lines
+
+    def wait_master(self, timeout: float) -> str:
+        """Until the master's rendezvous port accepts a connection from the first worker."""
+        master = self.master
+        if master.process is None:
+            raise StepFailed("the master was not launched: run launch-master first")
+        addr, port = self.master_addr(), self.pb.job.master_port
+        probe_from = (self.workers or [master])[0]
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            if not master.process.running:
+                raise StepFailed(f"torchrun on {master.name} exited ({master.process.returncode}) before its port "
+                                 f"{port} listened. Its last lines:\n{self._tail(master)}")
+            r = probe_from.transport.run([probe_from.python, "-c", PORT_PROBE, addr, str(port)], timeout=10)
+            if r.rc == 0:
+                return f"{addr}:{port} listens (seen from {probe_from.name})"
+            last = (r.stdout or r.stderr).strip()
+            time.sleep(0.3)
+        raise StepFailed(f"{addr}:{port} did not listen within {timeout:g} s (seen from {probe_from.name}: {last}). "
+                         f"The master's last lines:\n{self._tail(master) or '(none)'}")
+
+    @staticmethod
+    def _tail(nr: NodeRun) -> str:
+        return "\n".join(list(nr.tail)[-8:])
+
+    def launch_workers(self) -> str:
+        workers = self.workers
+        if not workers:
+            return "no workers: a single-node job"
+        if any(w.plan is None for w in workers):
+            self.plan()
+        for w in workers:
+            self.launch(w)
+        return f"torchrun started on {len(workers)} worker{'s' if len(workers) != 1 else ''}"
+
+    # ---- watch, exits, fail fast, lost nodes ----------------------------------------------------
+    def watch(self, timeout: float | None) -> str:
+        procs = [nr for nr in self.nodes.values() if nr.process is not None]
+        if not procs:
+            raise StepFailed("nothing is running: launch the job first")
+        deadline = time.monotonic() + timeout if timeout else None
+        for nr in procs:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if nr.process.wait(left) is None and nr.process.running:
+                self.stop_job()
+                raise StepFailed(f"the job ran past the step's timeout of {timeout:g} s and was stopped")
+        for nr in procs:  # their node states are posted before the step's verdict
+            if nr.watcher is not None:
+                nr.watcher.join(10)
+        self.diagnosis.finish()
+        if self.stopped_by_user:
+            raise StepFailed("stopped by the user")
+        bad = [nr for nr in procs if nr.process.returncode != 0 or nr.process.lost]
+        if bad:
+            parts = [f"{nr.name} {'lost' if nr.process.lost else f'exited {nr.process.returncode}'}" for nr in bad]
+            if ff := self.first_failure():
+                parts.append("first failure: " + describe_failure(ff))
+            raise StepFailed("; ".join(parts))
+        n_ok = sum(1 for r in self.results if r.get("all_reduce") == "ok")
+        return "every node exited 0" + (f", {n_ok} rank results ok" if self.results else "")
+
+    def _await_exit(self, nr: NodeRun, proc: RemoteProcess) -> None:
+        proc.wait()
+        nr.ended_at = time.time()
+        rc = proc.returncode
+        if nr.name in self.detached:
+            self._set_state(nr, NodeStatus.DETACHED, f"left running, pgid {proc.pgid}", rc=rc)
+        elif proc.lost:
+            self._set_state(nr, NodeStatus.LOST, nr.error or "the connection to the node was lost", rc=rc)
+        elif nr.name in self._stopping:
+            self._set_state(nr, NodeStatus.STOPPED, f"stopped (rc={rc})", rc=rc)
+        elif rc == 0:
+            self._set_state(nr, NodeStatus.EXITED, "exited 0", rc=rc)
+        else:
+            self._set_state(nr, NodeStatus.FAILED, f"exited {rc}", rc=rc)
+            threading.Thread(target=self._fail_fast, args=(nr,), daemon=True).start()
+
+    def _fail_fast(self, failed: NodeRun) -> None:
+        """A node's torchrun failed: the job cannot finish (no elastic restarts), and the others would
+        only notice at their next collective (or sit in torchrun's 300 s exit barrier)."""
+        time.sleep(FAIL_FAST_GRACE)
+        others = [o for o in self.nodes.values() if o is not failed and o.running]
+        if others and not self.stopped_by_user and not self.closed:
+            self._emit(Notice("warning", f"{failed.name} failed: stopping the job on "
+                                         f"{', '.join(o.name for o in others)}"))
+            self._stop_nodes(others)
+
+    def _watched(self) -> list[NodeRun]:
+        return [nr for nr in self.nodes.values() if nr.running and nr.name not in self.detached] \
+            if not self.closed else []
+
+    def _lost(self, nr: NodeRun) -> None:
+        if not nr.running:
+            return
+        nr.process.lost = True
+        nr.error = "the node stopped answering (3 keepalives missed)"
+        self._emit(Notice("error", f"{nr.name} stopped answering: marking it lost and stopping the job on the others",
+                          nr.name))
+        nr.transport.close()  # ends its readers: the process is done, lost
+        self._stop_nodes([o for o in self.nodes.values() if o is not nr])
+
+    # ---- stop and detach -------------------------------------------------------------------------
+    def stop_job(self, wait: bool = True) -> None:
+        """Stop the job on every node: TERM to each process group, KILL after the grace period."""
+        running = [nr for nr in self.nodes.values() if nr.running and nr.name not in self.detached]
+        if not running:
+            return
+        self.stopped_by_user = True
+        self._emit(Notice("info", f"stopping the job on {', '.join(nr.name for nr in running)}"))
+        self._stop_nodes(running)
+        if wait:
+            for nr in running:
+                nr.process.wait(self.pb.job.stop_grace + 10)
+
+    def _stop_nodes(self, nodes: list[NodeRun]) -> None:
+        for nr in nodes:
+            if nr.running:
+                self._stopping.add(nr.name)
+                nr.process.stop()
+
+    def detach(self) -> dict[str, dict]:
+        """Leave the job running on every node: each guard keeps the output in a file on its node and
+        no longer stops the job when ddptui goes away."""
+        for nr in self.nodes.values():
+            if not nr.running:
+                continue
+            p = nr.process
+            if p.detach():
+                self.detached[nr.name] = {"pid": p.pid, "pgid": p.pgid, "log": p.detach_log}
+            else:
+                self._emit(Notice("error", f"{nr.name}: the job could not be left running; it will be stopped",
+                                  nr.name))
+        for node, d in self.detached.items():
+            self._emit(Notice("info", f"{node}: left running (pgid {d['pgid']}); output in {d['log']} there; "
+                                      f"stop it with: kill -TERM -- -{d['pgid']}", node))
+        return self.detached
+
+    def close(self) -> None:
+        self.stop_job()
+        self.closed = True
+        self._keepalive.closed = True
+
+
+def describe_failure(ff: dict) -> str:
+    """`node04 lost` or `node03 (host node03) rank 2 exitcode 1 (SIGKILL)`: only what is known."""
+    if ff.get("lost"):
+        return f"{ff['node']} (the node stopped answering)"
+    parts = [ff["node"]]
+    if ff.get("host"):
+        parts.append(f"(host {ff['host']})")
+    for key in ("rank", "exitcode"):
+        if ff.get(key) is not None:
+            parts.append(f"{key} {ff[key]}")
+    if ff.get("signal"):
+        parts.append(f"({ff['signal']})")
+    return " ".join(parts)
