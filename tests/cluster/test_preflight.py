@@ -154,9 +154,10 @@ def test_bad_gloo_socket_ifname(cluster: Cluster, ssh_env: Path, tmp_path: Path,
     rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["node02", "node03"], port=29549,
                                                    env="    GLOO_SOCKET_IFNAME: ib0\n"), runs_dir)
     assert rc == 1
-    bad = [f for f in rep["findings"] if f["id"] == "bad-socket-ifname"]
-    assert sorted(f["nodes"][0] for f in bad) == ["node02", "node03"]
-    assert bad[0]["fix"]["env"] == {"GLOO_SOCKET_IFNAME": "eth0"}
+    (bad,) = [f for f in rep["findings"] if f["id"] == "bad-socket-ifname"]  # one finding for both nodes
+    assert sorted(bad["nodes"]) == ["node02", "node03"]
+    assert bad["fix"]["env"] == {"GLOO_SOCKET_IFNAME": "eth0"} and bad["fix"]["scope"] == "nodes"
+    assert bad["fix"]["per_node"] == {"node02": {"GLOO_SOCKET_IFNAME": "eth0"}, "node03": {"GLOO_SOCKET_IFNAME": "eth0"}}
 
 
 def test_unreachable_node_in_check_json(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:

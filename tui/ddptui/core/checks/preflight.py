@@ -14,14 +14,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from collections.abc import Callable
 
+from ..diagnosis.catalog import finding, merge_by_id
 from ..diagnosis.model import Evidence, Finding, Fix
 from ..events import CheckResult
 from ..playbook.model import Playbook
 from ..transport.base import Transport
 from . import facts as F
+from . import judge
 from .predict import gloo_interface, interface_of, nccl_interface, predicted_transport
 from .probe import CONNECT, LISTENER, parse_sections, probe_commands, probe_script
-from .software import PROBE, judge_software, parse_probe
+from .software import PROBE, judge_software, parse_probe, probe_view
 
 SHM_MIN_MIB = 1024
 
@@ -209,13 +211,12 @@ class Preflight:
         if lr is not None and "bind-failed" in lr.stdout:
             self._check(CheckResult(master.name, "master-port", "fail", f"port {port} is already in use on the master", lcmd, lout))
             nf = self.result.facts.get(master.name)
-            self.result.findings.append(Finding(
-                "port-in-use", "error", [master.name], f"master_port {port} is already taken on {master.name}",
+            self.result.findings.append(finding(
+                "port-in-use", [master.name], f"master_port {port} is already taken on {master.name}",
                 [Evidence(master.name, 0, lout, lcmd)] + ([Evidence(master.name, 0, nf.port_listening, "ss -Hltn")]
                                                           if nf and nf.port_listening else []),
-                "torchrun's TCPStore cannot listen there (EADDRINUSE), and the workers would hang.",
-                Fix(scope="manual", explain=f"stop what listens on {port} on {master.name}, or set job.master_port "
-                                            "to a free port")))
+                fix=Fix(scope="manual", explain=f"stop what listens on {port} on {master.name}, or set "
+                                                "job.master_port to a free port")))
             return
         self._check(CheckResult(master.name, "master-port", "pass", f"port {port} is free; a test listener opened", lcmd, lout))
         blocked = []
@@ -229,14 +230,12 @@ class Preflight:
             if not ok:
                 blocked.append(Evidence(w.name, 0, out or "no answer", cmd))
         if blocked:
-            self.result.findings.append(Finding(
-                "firewall-or-unreachable", "error", [master.name] + [e.node for e in blocked],
+            self.result.findings.append(finding(
+                "firewall-or-unreachable", [master.name] + [e.node for e in blocked],
                 f"{', '.join(e.node for e in blocked)} cannot open a TCP connection to {self.master_addr}:{port}",
                 blocked + [Evidence(master.name, 0, lout, lcmd)],
-                "A listener was open on the master's port, yet the workers' connections did not arrive: a firewall "
-                "drops them or there is no route. torchrun would wait out its rendezvous timeout in silence.",
-                Fix(scope="manual", explain=f"open TCP {port} (and NCCL's/Gloo's ephemeral ports) between the nodes, "
-                                            f"or pick master_addr on an interface the workers can reach")))
+                fix=Fix(scope="manual", explain=f"open TCP {port} (and NCCL's/Gloo's ephemeral ports) between the "
+                                                "nodes, or pick master_addr on an interface the workers can reach")))
 
     def run(self) -> PreflightResult:
         with ThreadPoolExecutor(max(1, len(self.targets))) as pool:
@@ -250,7 +249,10 @@ class Preflight:
         self._judge_nodes()
         if self.master_addr and any(t.role == "master" and t.name in self.result.facts for t in self.targets):
             self._port_check()
-        self._cross_node()
+        self.result.findings += judge.cross_node(
+            {t.name: self.result.facts[t.name] for t in self.targets if t.name in self.result.facts},
+            {t.name: t.nproc for t in self.targets}, self.result.backend)
+        self.result.findings = merge_by_id(self.result.findings)  # one finding per cause, covering its nodes
         return self.result
 
     def _backend(self) -> str:
@@ -283,139 +285,23 @@ class Preflight:
                     summary += f"; already in use: {len(nf.gpu_processes) or len(used)} process(es)"
                 self._check(CheckResult(n, "gpus", status, summary, cmd, out))
                 if nf.gpus and len(nf.gpus) < t.nproc and backend == "nccl":
-                    self.result.findings.append(Finding(
-                        "gpu-count-short", "error", [n], f"{n} has {len(nf.gpus)} GPUs, nproc_per_node is {t.nproc}",
+                    self.result.findings.append(finding(
+                        "gpu-count-short", [n], f"{n}: {len(nf.gpus)} GPUs, nproc_per_node is {t.nproc}",
                         [Evidence(n, 0, out.splitlines()[-1] if out else "", cmd)],
-                        "NCCL needs one GPU per process; extra ranks would share a GPU and fail with 'Duplicate GPU detected'.",
-                        Fix(scope="manual", explain=f"set nproc_per_node to {len(nf.gpus)} for {n}")))
-            for v in judge_software(_probe_view(nf.software), backend, t.nproc):
+                        fix=Fix(scope="manual", explain=f"set nproc_per_node to {len(nf.gpus)} for {n}")))
+            for v in judge_software(probe_view(nf.software), backend, t.nproc):
                 if v.check == "backend" and backend == "nccl" and not nf.nvidia_smi:
                     continue  # already said by the gpus check
                 c, o = nf.evidence.get("software", ("", ""))
                 self._check(CheckResult(n, v.check, v.status, v.summary, c, o))
             if nf.shm_mib is not None and nf.shm_mib < SHM_MIN_MIB and t.nproc > 1:
                 c, o = nf.evidence.get("shm", ("", ""))
-                self.result.findings.append(Finding(
-                    "shm-too-small", "warning", [n], f"/dev/shm on {n} is {nf.shm_mib} MiB",
-                    [Evidence(n, 0, o.splitlines()[-1] if o else "", c)],
-                    "NCCL and DataLoader workers use /dev/shm; a small one (Docker's 64 MiB default) fails with "
-                    "'No space left on device' or a bus error.",
-                    Fix(scope="manual", explain="give the container more shared memory (docker --shm-size=8g, or a "
-                                                "memory-backed emptyDir on Kubernetes)")))
-            self._loopback(t, nf)
-            self._interfaces(t, nf)
-
-    def _loopback(self, t: NodeTarget, nf: F.NodeFacts) -> None:
-        if t.transport.kind == "local" or len(self.targets) == 1:
-            return
-        loop = [a for a in nf.hostname_resolves_to if F.is_loopback(a)]
-        if not loop:
-            return
-        route_if = nf.route_to_master.get("interface")
-        gloo_named = "GLOO_SOCKET_IFNAME" in nf.env
-        sev = "error" if self.result.backend == "gloo" and not gloo_named else "warning"
-        c, o = nf.evidence.get("resolve", ("", ""))
-        env = {"GLOO_SOCKET_IFNAME": route_if} if route_if else {}
-        if self.result.backend == "nccl" and route_if:
-            env["NCCL_SOCKET_IFNAME"] = route_if
-        self.result.findings.append(Finding(
-            "loopback-hostname", sev, [t.name], f"{nf.hostname} resolves to {loop[0]} on {t.name}",
-            [Evidence(t.name, 0, o.splitlines()[0] if o else loop[0], c)],
-            "Gloo (and torch's store for other hosts) binds to the address the hostname resolves to. "
-            f"On {t.name} that is a loopback address, so the other nodes would be told to connect to "
-            f"{loop[0]}: 'Connection refused' or a timeout.",
-            Fix(env=env, scope="nodes", per_node={t.name: env},
-                explain=(f"name the interface that routes to the master ({route_if}); better still, make "
-                         f"{nf.hostname} resolve to its real address in /etc/hosts on {t.name}") if route_if
-                else f"make {nf.hostname} resolve to its real address in /etc/hosts")))
-
-    def _interfaces(self, t: NodeTarget, nf: F.NodeFacts) -> None:
-        route_if = nf.route_to_master.get("interface")
-        if not route_if or len(self.targets) == 1:
-            return
-        backend = self.result.backend
-        for var, chosen, why_key in (("NCCL_SOCKET_IFNAME", nf.nccl_interface, "nccl-interface"),
-                                     ("GLOO_SOCKET_IFNAME", nf.gloo_interface, "gloo-interface")):
-            if (var.startswith("NCCL") and backend != "nccl") or (var.startswith("GLOO") and backend != "gloo"):
-                continue
-            why = nf.evidence.get(why_key, ("", ""))[1]
-            if var in nf.env and chosen is None:
-                c, o = nf.evidence.get("addr", ("", ""))
-                self.result.findings.append(Finding(
-                    "bad-socket-ifname", "error", [t.name], f"{var}={nf.env[var]} names no usable interface on {t.name}",
-                    [Evidence(t.name, 0, why, c)],
-                    f"{'NCCL' if var.startswith('NCCL') else 'Gloo'} will fail at init: it cannot find an address for that name.",
-                    Fix(env={var: route_if}, scope="nodes", per_node={t.name: {var: route_if}},
-                        explain=f"{route_if} is the interface that routes to the master on {t.name}")))
-                continue
-            if var.startswith("GLOO") and var not in nf.env and any(F.is_loopback(a) for a in nf.hostname_resolves_to):
-                continue  # loopback-hostname says it
-            if chosen and chosen != route_if:
-                c, o = nf.evidence.get("route", ("", ""))
-                self.result.findings.append(Finding(
-                    "wrong-interface", "error" if chosen == "lo" else "warning", [t.name],
-                    f"{t.name}: {'NCCL' if var.startswith('NCCL') else 'Gloo'} would use {chosen}, but the master is "
-                    f"reached through {route_if}",
-                    [Evidence(t.name, 0, f"{why} → {chosen}", ""), Evidence(t.name, 0, o.strip(), c)],
-                    f"Traffic meant for the other nodes would go out of {chosen}, which does not reach them: "
-                    "connection refused, 'No route to host' or a hang at init.",
-                    Fix(env={var: route_if}, scope="nodes", per_node={t.name: {var: route_if}},
-                        explain=f"pin {var} to {route_if} on {t.name} (a prefix: it also matches {route_if}.N VLANs; "
-                                f"write ={route_if} for that name only)")))
-
-    def _cross_node(self) -> None:
-        fs = {t.name: self.result.facts[t.name] for t in self.targets if t.name in self.result.facts}
-        if len(fs) < 2:
-            return
-        if self.result.backend == "nccl":
-            kinds = {n: f.predicted_transport for n, f in fs.items()}
-            if len(set(kinds.values())) > 1:
-                ib = [n for n, k in kinds.items() if k == "IB"]
-                sock = [n for n, k in kinds.items() if k == "Socket"]
-                ev = [Evidence(n, 0, f"NET/{kinds[n]}: {f.transport_reason}", "ib-sysfs / ibv_devinfo / env")
-                      for n, f in fs.items()]
-                disabled_somewhere = [n for n in sock if fs[n].env.get("NCCL_IB_DISABLE", "").lower() in ("1", "true")]
-                alternatives = ["NCCL_IB_DISABLE=1 on every node: all traffic over TCP sockets — always works, "
-                                "but slower than InfiniBand (often several times)"]
-                if disabled_somewhere:
-                    alternatives.insert(0, f"remove NCCL_IB_DISABLE from {', '.join(disabled_somewhere)}'s shell init "
-                                           "so every node uses IB: the fast choice, if their ports are ACTIVE")
-                self.result.findings.append(Finding(
-                    "ib-socket-mismatch", "error", list(fs),
-                    f"{', '.join(ib)} will use NET/IB, {', '.join(sock)} NET/Socket",
-                    ev,
-                    "NCCL picks its network transport on each node by itself. When some nodes pick InfiniBand and "
-                    "others TCP sockets, the first inter-node collective fails ('wrong type' / 'Connection closed by "
-                    "remote peer') or hangs until the watchdog fires.",
-                    Fix(env={"NCCL_IB_DISABLE": "1"}, scope="all-nodes",
-                        explain="the same NCCL_IB_DISABLE on every node; 1 makes all nodes use TCP sockets "
-                                "(slower than IB, but consistent)", alternatives=tuple(alternatives))))
-        vers = {n: (f.software.get("torch"), f.software.get("nccl"), f.software.get("cuda")) for n, f in fs.items()
-                if f.software.get("torch")}
-        if len(set(vers.values())) > 1:
-            self.result.findings.append(Finding(
-                "nccl-version-mismatch", "error" if self.result.backend == "nccl" else "warning", list(vers),
-                "torch / NCCL / CUDA differ: " + "; ".join(f"{n} torch {v[0]} nccl {v[1]} cuda {v[2]}" for n, v in vers.items()),
-                [Evidence(n, 0, f"torch {v[0]} nccl {v[1]} cuda {v[2]}", "software probe") for n, v in vers.items()],
-                "Different NCCL versions on the nodes of one job can fail at init or corrupt collectives.",
-                Fix(scope="manual", explain="use the same environment (one shared venv, or the same image) on every node")))
-        nprocs = {t.name: t.nproc for t in self.targets}
-        if len(set(nprocs.values())) > 1:
-            self.result.findings.append(Finding(
-                "nproc-mismatch", "warning", list(nprocs),
-                "nproc_per_node differs: " + ", ".join(f"{n}={p}" for n, p in nprocs.items()),
-                [Evidence(n, 0, f"nproc_per_node={p}", "playbook") for n, p in nprocs.items()],
-                "torchrun does not fail on this: the world size silently becomes the sum.",
-                Fix(scope="manual", explain="give every node the same nproc_per_node, unless you mean it")))
-
-
-def _probe_view(software: dict) -> dict:
-    """The software dict in the shape judge_software reads."""
-    if not software or not software.get("python"):
-        return {}
-    d = dict(software)
-    d.setdefault("executable", software.get("executable") or "?")
-    if not d.get("torch"):
-        d.pop("torch", None)
-        d["torch_error"] = d.get("torch_error") or "not importable"
-    return d
+                # a prediction: a warning, and no NCCL_SHM_DISABLE (slower) before anything failed
+                self.result.findings.append(finding(
+                    "shm-too-small", [n], f"{n}: /dev/shm is {nf.shm_mib} MiB",
+                    [Evidence(n, 0, o.splitlines()[-1] if o else "", c)], severity="warning",
+                    fix=Fix(scope="manual", explain="give the container more shared memory (docker --shm-size=8g, "
+                                                    "or a memory-backed emptyDir on Kubernetes)")))
+            multi = len(self.targets) > 1
+            self.result.findings += judge.loopback(t.name, nf, backend, multi and t.transport.kind != "local")
+            self.result.findings += judge.interfaces(t.name, nf, backend, multi)

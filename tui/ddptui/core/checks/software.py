@@ -71,3 +71,15 @@ def judge_software(facts: dict, backend: str, nproc: int) -> list[Verdict]:
     else:
         out.append(Verdict("backend", "pass", f"auto: nccl on {facts['gpus']} GPUs"))
     return out
+
+
+def probe_view(software: dict) -> dict:
+    """The software dict in the shape judge_software reads."""
+    if not software or not software.get("python"):
+        return {}
+    d = dict(software)
+    d.setdefault("executable", software.get("executable") or "?")
+    if not d.get("torch"):
+        d.pop("torch", None)
+        d["torch_error"] = d.get("torch_error") or "not importable"
+    return d

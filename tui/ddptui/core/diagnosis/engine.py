@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable
 
-from .model import Evidence, Finding, Fix
-from .rules import RULES, Rule
+from .catalog import CATALOG, finding, hidden_ids
+from .model import Evidence, Finding
+from .rules import CROSS_RULES, RULES, CrossRule, Rule
 
 try:  # the regex parser moved in 3.11; the old name warns
     import re._parser as sre_parse  # type: ignore[import-not-found]
@@ -109,7 +110,7 @@ class NodeState:
     transport: dict = field(default_factory=dict)  # host -> (kind, definite, line, text)
     plugin: dict = field(default_factory=dict)  # host -> (value, line, text)
     nnodes_seen: dict = field(default_factory=dict)  # host -> (nNodes, nRanks, line, text)
-    nproc: tuple | None = None  # (local processes torchrun started here, line, text)
+    nproc: dict = field(default_factory=dict)  # node -> (local processes torchrun started here, line, text)
     pending: dict = field(default_factory=dict)  # rule index -> [Evidence] waiting for `requires`
 
 
@@ -117,8 +118,10 @@ class Engine:
     """Feed it lines per node; read `findings`. `on_change(finding)` is called when one appears or changes."""
 
     def __init__(self, rules: Iterable[Rule] = RULES, expected_nnodes: int | None = None,
-                 on_change: Callable[[Finding], None] | None = None) -> None:
+                 on_change: Callable[[Finding], None] | None = None,
+                 cross_rules: Iterable[CrossRule] = CROSS_RULES) -> None:
         self.rules = tuple(rules)
+        self.cross_rules = tuple(cross_rules)
         self.expected_nnodes = expected_nnodes
         self.on_change = on_change
         self.nodes: dict[str, NodeState] = {}
@@ -218,27 +221,22 @@ class Engine:
                 st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
             elif PLUGIN_INTERNAL.search(line) and key not in st.plugin:
                 st.plugin[key] = ("internal", n, line.strip())
-        if st.nproc is None and "local_ranks=[" in line and (m := LOCAL_RANKS.search(line)):
-            st.nproc = (len([x for x in m.group(1).split(",") if x.strip()]), n, line.strip())
+        if not st.nproc and "local_ranks=[" in line and (m := LOCAL_RANKS.search(line)):
+            st.nproc[st.name] = (len([x for x in m.group(1).split(",") if x.strip()]), n, line.strip())
         if " nNodes " in line and (m := NRANKS.search(line)) and key not in st.nnodes_seen:
             st.nnodes_seen[key] = (int(m.group(3)), int(m.group(2)), n, line.strip())
             if self.expected_nnodes and int(m.group(3)) < self.expected_nnodes:
-                self._raise_cross("ranks-not-joined", "error", [st.name],
+                self._raise_cross("ranks-not-joined", [st.name],
                                   f"NCCL built a communicator of {m.group(3)} node(s) ({m.group(2)} ranks), the job has "
-                                  f"{self.expected_nnodes}", [Evidence(st.name, n, line.strip())],
-                                  "The nodes did not join one job: each formed its own communicator (nnodes, world "
-                                  "size or the rendezvous differ between the nodes, or the launcher started a "
-                                  "separate job on each).",
-                                  Fix(scope="manual", explain="start every node with the same nnodes, master_addr, "
-                                                              "master_port and rendezvous id (ddptui's plan does)"))
+                                  f"{self.expected_nnodes}", [Evidence(st.name, n, line.strip())])
 
     # ---- findings ---------------------------------------------------------------------------
     def _hit(self, rule: Rule, node: str, ev: Evidence, groups: tuple) -> None:
         f = self._findings.get(rule.id)
         summary = rule.summary.format(*[g or "" for g in groups]) if rule.summary and groups else (
-            rule.summary if rule.summary and "{" not in rule.summary else rule.explanation.split(":")[0].split(".")[0])
+            rule.summary if rule.summary and "{" not in rule.summary else CATALOG[rule.id].title)
         if f is None:
-            f = Finding(rule.id, rule.severity, [node], f"{node}: {summary}", [ev], rule.explanation, rule.fix)
+            f = finding(rule.id, [node], f"{node}: {summary}", [ev], fix=rule.fix, severity=rule.severity)
             self._findings[rule.id] = f
             self._changed(f)
             return
@@ -265,12 +263,11 @@ class Engine:
             f.state = "resolved"
             self._changed(f)
 
-    def _raise_cross(self, fid: str, severity: str, nodes: list[str], summary: str, evidence: list[Evidence],
-                     explanation: str, fix: Fix | None) -> None:
+    def _raise_cross(self, fid: str, nodes: list[str], summary: str, evidence: list[Evidence]) -> None:
         f = self._findings.get(fid)
         if f is not None and sorted(f.nodes) == sorted(nodes) and f.summary == summary:
             return
-        self._findings[fid] = Finding(fid, severity, nodes, summary, evidence, explanation, fix)
+        self._findings[fid] = finding(fid, nodes, summary, evidence)
         self._changed(self._findings[fid])
 
     def _changed(self, f: Finding) -> None:
@@ -278,59 +275,19 @@ class Engine:
             self.on_change(f)
 
     def _cross_node(self) -> None:
-        def gather(attr: str) -> dict:
-            out = {}
+        """The cross rules: a per-node fact that differs between the nodes (or the hosts of one log)."""
+        for cr in self.cross_rules:
+            seen = {}  # (node, host) -> (value, line, text)
             for st in self.nodes.values():
-                for host, val in getattr(st, attr).items():
-                    out[(st.name, host)] = val
-            return out
-
-        versions = gather("version")
-        if len({v[0] for v in versions.values()}) > 1:
-            nodes = sorted({k[0] for k in versions}) if len({k[0] for k in versions}) > 1 else sorted({k[1] for k in versions})
-            self._raise_cross(
-                "nccl-version-mismatch", "error", nodes,
-                "NCCL versions differ: " + ", ".join(f"{h} {v[0]}" for (_, h), v in sorted(versions.items())),
-                [Evidence(k[0], v[1], v[2]) for k, v in sorted(versions.items())],
-                "The nodes of one job load different NCCL libraries (a pip nvidia-nccl wheel on some, the system or "
-                "another wheel on others); they cannot talk: init fails with 'ncclSocketInit: ... family ...' or hangs.",
-                Fix(scope="manual", explain="install the same NCCL on every node (the same torch wheel and "
-                                            "nvidia-nccl-cuXX pin, one shared venv or image)"))
-        transports = gather("transport")
-        kinds = {v[0] for v in transports.values()}
-        if len(kinds) > 1:
-            ib = sorted({k[1] for k, v in transports.items() if v[0] == "IB"})
-            sock = sorted({k[1] for k, v in transports.items() if v[0] == "Socket"})
-            nodes = sorted({k[0] for k in transports})
-            self._raise_cross(
-                "ib-socket-mismatch", "error", nodes, f"{', '.join(ib)} use NET/IB, {', '.join(sock)} NET/Socket",
-                [Evidence(k[0], v[2], v[3]) for k, v in sorted(transports.items())],
-                "NCCL picks its network transport on each node by itself; here some nodes chose InfiniBand and "
-                "others TCP sockets, so their connections cannot meet ('wrong type', 'Connection closed') or hang.",
-                Fix(env={"NCCL_IB_DISABLE": "1"}, scope="all-nodes",
-                    explain="the same NCCL_IB_DISABLE on every node: 1 makes all nodes use TCP sockets (slower than "
-                            "IB, but consistent)",
-                    alternatives=("enable IB on every node (remove NCCL_IB_DISABLE where it is set, make the HCAs "
-                                  "visible everywhere): the fast choice",)))
-        nprocs = {st.name: st.nproc for st in self.nodes.values() if st.nproc is not None}
-        if len({v[0] for v in nprocs.values()}) > 1:
-            self._raise_cross(
-                "nproc-mismatch", "warning", sorted(nprocs),
-                "torchrun started " + ", ".join(f"{n}: {v[0]}" for n, v in sorted(nprocs.items())) + " processes",
-                [Evidence(n, v[1], v[2]) for n, v in sorted(nprocs.items())],
-                "nproc_per_node differs by node. torchrun does not fail on this: the world size silently becomes "
-                "the sum, and code that assumes equal nodes (ranks per node, data sharding) goes wrong.",
-                Fix(scope="manual", explain="start every node with the same nproc_per_node, unless you mean it"))
-        plugins = gather("plugin")
-        if len({v[0] for v in plugins.values()}) > 1:
-            self._raise_cross(
-                "net-plugin-mismatch", "error", sorted({k[0] for k in plugins}),
-                "net plugins differ: " + ", ".join(f"{h} {v[0]}" for (_, h), v in sorted(plugins.items())),
-                [Evidence(k[0], v[1], v[2]) for k, v in sorted(plugins.items())],
-                "Some nodes load an external NCCL net plugin (libnccl-net.so, e.g. HPC-X SHARP or aws-ofi-nccl) and "
-                "others NCCL's internal one: their transports do not interoperate and the job hangs.",
-                Fix(scope="manual", explain="make the net plugin identical on every node (the same plugin on "
-                                            "LD_LIBRARY_PATH everywhere, or NCCL_NET_PLUGIN=none on all nodes)"))
+                for host, val in getattr(st, cr.fact).items():
+                    seen[(st.name, host)] = (val[0], val[-2], val[-1])
+            if len({v[0] for v in seen.values()}) < 2:
+                continue
+            nodes = sorted({node for node, _ in seen})
+            if cr.hosts_if_one_node and len(nodes) == 1:
+                nodes = sorted({host for _, host in seen})
+            self._raise_cross(cr.id, nodes, cr.summary(seen),
+                              [Evidence(node, v[1], v[2]) for (node, _), v in sorted(seen.items())])
 
     def finish(self) -> list[Finding]:
         """The log ended (or the run did): judge the at_end rules; return the findings."""
@@ -346,17 +303,8 @@ class Engine:
 
     @property
     def findings(self) -> list[Finding]:
-        """Findings in the order they appeared, without the ones a better explanation covers."""
+        """Findings in the order they appeared, without the ones a better explanation covers (the catalog's
+        `suppresses`)."""
         fs = list(self._findings.values())
-        active = {f.id: f for f in fs}
-        hidden: set[str] = set()
-        for f in fs:
-            for s in {x for r in self.rules if r.id == f.id for x in r.suppresses}:
-                if s in active and set(active[s].nodes) <= set(f.nodes) | set(active[s].nodes) and \
-                        set(active[s].nodes) & set(f.nodes):
-                    hidden.add(s)
-        if "nccl-version-mismatch" in active:  # the version difference explains these symptoms
-            hidden |= {"bad-socket-ifname", "net-plugin-mismatch"}
-        if "ib-socket-mismatch" in active:
-            hidden.add("remote-rank-died")
+        hidden = hidden_ids(fs)
         return [f for f in fs if f.id not in hidden]

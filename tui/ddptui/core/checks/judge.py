@@ -1,0 +1,105 @@
+"""Preflight's findings from the facts: what each node's addresses and interfaces predict, and
+what differs between the nodes. Pure functions of the facts, so they are tested without nodes.
+
+Each per-node finding names its node first in its summary ("node02: ..."); Preflight merges the
+findings of one id into one that covers all its nodes (catalog.merge_by_id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..diagnosis.catalog import CATALOG, finding
+from ..diagnosis.model import Evidence, Finding, Fix
+from . import facts as F
+
+
+def loopback(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> list[Finding]:
+    """The hostname resolves to a loopback address: Gloo would advertise it to the other nodes."""
+    loop = [a for a in nf.hostname_resolves_to if F.is_loopback(a)]
+    if not multi_node or not loop:
+        return []
+    route_if = nf.route_to_master.get("interface")
+    gloo_named = "GLOO_SOCKET_IFNAME" in nf.env
+    sev = "error" if backend == "gloo" and not gloo_named else "warning"
+    c, o = nf.evidence.get("resolve", ("", ""))
+    env = {"GLOO_SOCKET_IFNAME": route_if} if route_if else {}
+    if backend == "nccl" and route_if:
+        env["NCCL_SOCKET_IFNAME"] = route_if
+    fix = Fix(env=env, scope="nodes", per_node={node: env},
+              explain=f"name the interface that routes to the master ({route_if}); better still, make the "
+                      "hostname resolve to the node's real address in /etc/hosts") if route_if else \
+        Fix(scope="manual", explain=f"make {nf.hostname} resolve to its real address in /etc/hosts")
+    return [finding("loopback-hostname", [node], f"{node}: {nf.hostname} resolves to {loop[0]}",
+                    [Evidence(node, 0, o.splitlines()[0] if o else loop[0], c)], severity=sev, fix=fix)]
+
+
+def interfaces(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> list[Finding]:
+    """The backend's socket interface: named but absent (bad-socket-ifname), or not the one that
+    routes to the master (wrong-interface)."""
+    route_if = nf.route_to_master.get("interface")
+    if not route_if or not multi_node:
+        return []
+    out = []
+    for var, chosen, why_key in (("NCCL_SOCKET_IFNAME", nf.nccl_interface, "nccl-interface"),
+                                 ("GLOO_SOCKET_IFNAME", nf.gloo_interface, "gloo-interface")):
+        if (var.startswith("NCCL") and backend != "nccl") or (var.startswith("GLOO") and backend != "gloo"):
+            continue
+        why = nf.evidence.get(why_key, ("", ""))[1]
+        fix = Fix(env={var: route_if}, scope="nodes", per_node={node: {var: route_if}},
+                  explain=f"set {var} on each node to the interface that routes to the master"
+                          + ("" if var.startswith("GLOO") else " (a prefix: it also matches its .N VLANs; write "
+                                                               "=NAME for that name only)"))
+        if var in nf.env and chosen is None:
+            c, o = nf.evidence.get("addr", ("", ""))
+            out.append(finding("bad-socket-ifname", [node], f"{node}: {var}={nf.env[var]} names no usable interface",
+                               [Evidence(node, 0, why, c)], fix=fix))
+            continue
+        if var.startswith("GLOO") and var not in nf.env and any(F.is_loopback(a) for a in nf.hostname_resolves_to):
+            continue  # loopback-hostname says it
+        if chosen and chosen != route_if:
+            c, o = nf.evidence.get("route", ("", ""))
+            out.append(finding(
+                "wrong-interface", [node],
+                f"{node}: {'NCCL' if var.startswith('NCCL') else 'Gloo'} would use {chosen}, but the master is "
+                f"reached through {route_if}",
+                [Evidence(node, 0, f"{why} → {chosen}", ""), Evidence(node, 0, o.strip(), c)],
+                severity="error" if chosen == "lo" else "warning", fix=fix))
+    return out
+
+
+def cross_node(fs: dict[str, F.NodeFacts], nprocs: dict[str, int], backend: str) -> list[Finding]:
+    """What must agree between the nodes: the predicted NCCL transport, the software, nproc_per_node."""
+    if len(fs) < 2:
+        return []
+    out = []
+    if backend == "nccl":
+        kinds = {n: f.predicted_transport for n, f in fs.items()}
+        if len(set(kinds.values())) > 1:
+            ib = [n for n, k in kinds.items() if k == "IB"]
+            sock = [n for n, k in kinds.items() if k == "Socket"]
+            ev = [Evidence(n, 0, f"NET/{kinds[n]}: {f.transport_reason}", "ib-sysfs / ibv_devinfo / env")
+                  for n, f in fs.items()]
+            disabled_somewhere = [n for n in sock if fs[n].env.get("NCCL_IB_DISABLE", "").lower() in ("1", "true")]
+            alternatives = ["NCCL_IB_DISABLE=1 on every node: all traffic over TCP sockets — always works, "
+                            "but slower than InfiniBand (often several times)"]
+            if disabled_somewhere:
+                alternatives.insert(0, f"remove NCCL_IB_DISABLE from {', '.join(disabled_somewhere)}'s shell init "
+                                       "so every node uses IB: the fast choice, if their ports are ACTIVE")
+            default = CATALOG["ib-socket-mismatch"].fix or Fix()
+            out.append(finding("ib-socket-mismatch", list(fs),
+                               f"{', '.join(ib)} will use NET/IB, {', '.join(sock)} NET/Socket", ev,
+                               fix=replace(default, alternatives=tuple(alternatives))))
+    vers = {n: (f.software.get("torch"), f.software.get("nccl"), f.software.get("cuda")) for n, f in fs.items()
+            if f.software.get("torch")}
+    if len(set(vers.values())) > 1:
+        out.append(finding(
+            "nccl-version-mismatch", list(vers),
+            "torch / NCCL / CUDA differ: " + "; ".join(f"{n} torch {v[0]} nccl {v[1]} cuda {v[2]}" for n, v in vers.items()),
+            [Evidence(n, 0, f"torch {v[0]} nccl {v[1]} cuda {v[2]}", "software probe") for n, v in vers.items()],
+            severity="error" if backend == "nccl" else "warning"))
+    if len(set(nprocs.values())) > 1:
+        out.append(finding(
+            "nproc-mismatch", list(nprocs), "nproc_per_node differs: " + ", ".join(f"{n}={p}" for n, p in nprocs.items()),
+            [Evidence(n, 0, f"nproc_per_node={p}", "playbook") for n, p in nprocs.items()]))
+    return out

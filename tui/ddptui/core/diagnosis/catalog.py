@@ -1,0 +1,315 @@
+"""The diagnosis catalog: every cause ddptui can name, defined once.
+
+A cause is an id of the command-line contract (CONTRACTS.md) with its default severity, a title
+(short words), the explanation for the user, a default fix, and the ids it explains better when
+both are raised. The log rules (rules.py), the cross-node rules, the preflight checks and the
+runbook all build their findings with `finding()`, so one id always reads the same; a caller
+passes its own fix only when the evidence makes it sharper (the port, the node, the interface).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .model import SEVERITIES, Evidence, Finding, Fix
+
+
+@dataclass(frozen=True)
+class Cause:
+    id: str
+    severity: str  # the default; a caller may know better (a prediction is a warning, a failure an error)
+    title: str  # short words; a finding's summary when the evidence says nothing sharper
+    explanation: str
+    fix: Fix | None = None
+    suppresses: tuple[str, ...] = ()  # ids this one explains better when both are raised
+    job_wide: bool = False  # compares the nodes of the job: its suppressions hold on every node
+
+
+class Default:
+    def __repr__(self) -> str:
+        return "<catalog default>"
+
+
+DEFAULT = Default()  # "the catalog's fix", as opposed to None ("no fix")
+
+
+def _manual(explain: str) -> Fix:
+    return Fix(scope="manual", explain=explain)
+
+
+def _env(env: dict[str, str], explain: str, *alternatives: str) -> Fix:
+    return Fix(env=env, scope="all-nodes", explain=explain, alternatives=alternatives)
+
+
+_CAUSES = (
+    # ---- transports, versions, plugins ------------------------------------------------------------
+    Cause("ib-socket-mismatch", "error", "NET/IB on some nodes, NET/Socket on others",
+          "NCCL picks its network transport on each node by itself; here some nodes use InfiniBand (NET/IB, socket "
+          "type 4) and others TCP sockets (NET/Socket, type 3), so their connections cannot meet: the first "
+          "inter-node collective fails ('wrong type', 'Connection closed by remote peer') or hangs until the "
+          "watchdog fires. Env that reached only some nodes (NCCL_IB_DISABLE, NCCL_SOCKET_IFNAME, NCCL_IB_HCA), or "
+          "HCAs that only some nodes see, split the job.",
+          _env({"NCCL_IB_DISABLE": "1"}, "the same NCCL_IB_DISABLE on every node: 1 makes all nodes use TCP sockets "
+               "(slower than IB, but consistent)",
+               "enable IB on every node instead (remove NCCL_IB_DISABLE where it is set, make the HCAs visible "
+               "everywhere): the fast choice"),
+          suppresses=("remote-rank-died",), job_wide=True),
+    Cause("net-plugin-mismatch", "error", "NCCL net plugins differ between the nodes",
+          "Some nodes load an external NCCL net plugin (libnccl-net.so, e.g. HPC-X SHARP or aws-ofi-nccl) and "
+          "others NCCL's internal one: their transports do not interoperate and the job hangs.",
+          _manual("make the net plugin identical on every node (the same plugin on LD_LIBRARY_PATH everywhere, or "
+                  "NCCL_NET_PLUGIN=none on all nodes)"), job_wide=True),
+    Cause("nccl-version-mismatch", "error", "NCCL versions differ between the nodes",
+          "The nodes of one job load different NCCL (or torch/CUDA) libraries: a pip nvidia-nccl wheel on some, the "
+          "system's or another wheel on others. They cannot talk reliably: init fails with 'ncclSocketInit: ... "
+          "family ...', hangs, or collectives go wrong.",
+          _manual("use the same environment on every node: one shared venv or image (the same torch wheel and "
+                  "nvidia-nccl-cuXX pin)"),
+          suppresses=("bad-socket-ifname", "net-plugin-mismatch"), job_wide=True),
+    Cause("ib-not-detected", "warning", "IB asked for, no IB device found",
+          "IB was asked for (NCCL_IB_DISABLE=0) but NCCL found no InfiniBand device and fell back to TCP sockets.",
+          _manual("make the HCAs visible to the job (rdma-core/libibverbs, /dev/infiniband in the container) and "
+                  "check with ibv_devinfo; if only some nodes see IB, the job will also split transports")),
+    Cause("ib-device-open-failed", "warning", "an IB device cannot be opened",
+          "Some HCAs are listed but cannot be opened (often a container that exposes only some of /dev/infiniband).",
+          _manual("restrict NCCL_IB_HCA to the devices the job can open, or expose /dev/infiniband/uverbs* for the "
+                  "others")),
+    # ---- interfaces and addresses ---------------------------------------------------------------------
+    Cause("bad-socket-ifname", "error", "the socket interface named in env does not exist",
+          "NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME names an interface that does not exist (or has no address) on "
+          "this node: NCCL or Gloo finds no address to use and fails at init (NCCL itself does not warn about the "
+          "name), and the other nodes wait out their timeout.",
+          _manual("set it to an interface that exists on every node (ip -br addr); for NCCL a prefix or ^exclude "
+                  "list that matches on all of them also works")),
+    Cause("wrong-interface", "error", "traffic between the nodes would use an interface that does not reach them",
+          "NCCL or Gloo uses an interface that does not reach the other nodes: the loopback (127.0.0.1), or a "
+          "container/virtual one (docker0, veth*, cni*...). Connections to it are refused or time out ('unhandled "
+          "system error', 'No route to host'), or init hangs.",
+          _env({"NCCL_SOCKET_IFNAME": "^docker,veth,lo"},
+               "pin NCCL_SOCKET_IFNAME to the physical interface (or exclude virtual ones: ^docker,veth,lo)")),
+    Cause("loopback-hostname", "error", "the hostname resolves to a loopback address",
+          "Gloo (and torch's store for other hosts) binds to the address the hostname resolves to; when that is a "
+          "loopback address (127.0.1.1 in Debian's /etc/hosts), the other nodes are told to connect to it: "
+          "'Connection refused' or a timeout.",
+          _env({"GLOO_SOCKET_IFNAME": "eth0"}, "set GLOO_SOCKET_IFNAME to the interface that routes to the other "
+                                                "nodes, or fix /etc/hosts")),
+    Cause("hostname-resolution", "error", "a host name does not resolve to the right address",
+          "A name does not lead where it should. When a node's own hostname does not resolve, Gloo falls back to "
+          "the loopback address and advertises 127.0.0.1 to the other ranks (a 2-node job can still pass: the peer "
+          "may connect first; with more ranks connections to it are refused or time out). When the numeric master "
+          "address is turned back into a host name (a reverse lookup through /etc/hosts), that name may not lead "
+          "to the master.",
+          _manual("make the names resolve to the right addresses on every node (/etc/hosts or DNS), or remove the "
+                  "stale /etc/hosts entry"),
+          suppresses=("loopback-hostname", "bad-master-addr")),
+    Cause("bad-master-addr", "error", "master_addr does not lead to the master",
+          "The master address is not usable from this node: it is not an address at all (an all-digit host name "
+          "is read as an IPv4 number: '05' is 0.0.0.5), or nothing answers there ('No route to host': no host has "
+          "that address on the subnet, or a firewall rejects it).",
+          _manual("give master_addr as the address of the master's interface that the workers route to (ddptui's "
+                  "check step shows it) or a name that resolves to it, and check that a firewall does not reject it"),
+          suppresses=("tcpstore-timeout", "master-not-started")),
+    Cause("firewall-or-unreachable", "error", "a TCP connection between the nodes does not get through",
+          "A TCP connection between the nodes did not get through: a firewall drops or rejects it, or there is no "
+          "route. torchrun waits out its rendezvous timeout in silence; NCCL and Gloo also open ephemeral ports "
+          "besides the rendezvous port.",
+          _manual("open TCP between the nodes on the interface NCCL/Gloo use, for the master port and the ephemeral "
+                  "ports (test with nc -l PORT / nc NODE PORT), or run containers with --network host"),
+          suppresses=("remote-rank-died",)),
+    # ---- rendezvous ----------------------------------------------------------------------------------
+    Cause("master-not-started", "warning", "a worker waits for a master that is not running",
+          "A worker started before the master: it is waiting for the master's rendezvous store and will time out "
+          "(rdzv_timeout, 900 s by default) unless the master starts.",
+          _manual("start the master (run launch-master); the worker joins as soon as its port listens")),
+    Cause("rendezvous-timeout", "error", "the rendezvous timed out",
+          "The c10d rendezvous store could not be reached (or not all nodes joined) within the rendezvous timeout.",
+          _manual("check rdzv_endpoint and that its host is up and reachable; raise rdzv read_timeout only if it is "
+                  "slow"),
+          suppresses=("tcpstore-timeout", "master-not-started")),
+    Cause("tcpstore-timeout", "error", "the master's store could not be reached",
+          "This node could not reach the rendezvous store on the master within the timeout: the master was not "
+          "started, listens elsewhere, or a firewall drops the port.",
+          _manual("start the master first (ddptui does), check master_addr/master_port, and open the port")),
+    Cause("port-in-use", "error", "the master port is already taken",
+          "The rendezvous port is taken on the master (another job, or a previous run's leftover): torchrun's "
+          "TCPStore cannot listen there (EADDRINUSE), and the workers hang until their timeout.",
+          _manual("stop what listens there (ss -ltnp 'sport = :PORT') or choose another master_port")),
+    # ---- ranks and processes -------------------------------------------------------------------------
+    Cause("missing-rank", "error", "not every node or rank joined",
+          "Not every node or rank joined: one was never launched, crashed before init_process_group, or points at "
+          "another master address, port or store.",
+          _manual("launch every node (ddptui's launch-workers does) with the same master_addr, master_port and "
+                  "world size; look for the rank missing from the logs"),
+          suppresses=("tcpstore-timeout",)),
+    Cause("ranks-not-joined", "error", "the nodes formed separate communicators",
+          "The nodes did not join one job: each formed its own communicator (nnodes, world size or the rendezvous "
+          "differ between the nodes, or the launcher started a separate job on each).",
+          _manual("start every node with the same nnodes, master_addr, master_port and rendezvous id (ddptui's plan "
+                  "does)"), job_wide=True),
+    Cause("duplicate-rank", "error", "a rank checked in twice",
+          "Two processes claimed the same rank: node ranks or local ranks are wrong (both nodes started as "
+          "node_rank 0, or the launcher's rank env was overridden).",
+          _manual("give every node its own node_rank (ddptui's static plan does), and do not set RANK yourself")),
+    Cause("duplicate-gpu", "error", "two ranks on one GPU",
+          "Two ranks on one node opened the same GPU: the script does not call torch.cuda.set_device(LOCAL_RANK), "
+          "or CUDA_VISIBLE_DEVICES hides the others.",
+          _manual("set the device from LOCAL_RANK before init_process_group, and do not restrict "
+                  "CUDA_VISIBLE_DEVICES to one GPU")),
+    Cause("nproc-mismatch", "warning", "nproc_per_node differs between the nodes",
+          "nproc_per_node differs by node. torchrun does not fail on this: the world size silently becomes the "
+          "sum, and code that assumes equal nodes (ranks per node, data sharding) goes wrong.",
+          _manual("give every node the same nproc_per_node, unless you mean it"), job_wide=True),
+    Cause("gpu-count-short", "error", "fewer GPUs than processes",
+          "NCCL needs one GPU per process; extra ranks would share a GPU and fail with 'Duplicate GPU detected'.",
+          _manual("set nproc_per_node to the number of GPUs on the node")),
+    Cause("cuda-driver-mismatch", "error", "the NVIDIA driver is too old for this CUDA",
+          "The NVIDIA driver on this node is older than the CUDA runtime that torch/NCCL was built with.",
+          _manual("upgrade the driver, or install a torch build for the CUDA version the driver supports "
+                  "(nvidia-smi shows it)")),
+    Cause("shm-too-small", "error", "/dev/shm is too small",
+          "/dev/shm is too small for NCCL's shared-memory buffers and DataLoader workers (Docker's default is "
+          "64 MiB): they fail with 'No space left on device' or a bus error.",
+          _env({"NCCL_SHM_DISABLE": "1"}, "give the container more shared memory (docker --shm-size=8g, a "
+               "memory-backed emptyDir on Kubernetes); NCCL_SHM_DISABLE=1 avoids it at a cost in speed")),
+    # ---- collectives and crashes ---------------------------------------------------------------------
+    Cause("watchdog-timeout", "error", "a collective timed out",
+          "A collective did not finish within the process group timeout on every rank: a rank is stuck, dead, or "
+          "running a different collective.",
+          _manual("find the rank that did not reach the collective (its log stops earlier); "
+                  "TORCH_NCCL_TRACE_BUFFER_SIZE and TORCH_DISTRIBUTED_DEBUG=DETAIL show where"),
+          suppresses=("remote-rank-died",)),
+    Cause("collective-desync", "error", "ranks entered different collectives",
+          "Ranks entered different collectives (or shapes) at the same sequence number: the code path differs by "
+          "rank.", _manual("make every rank run the same collectives in the same order with the same shapes")),
+    Cause("collective-mismatch", "error", "peers posted transfers of different sizes",
+          "Two peers posted transfers of different sizes: ranks are running different collectives.",
+          _manual("run with TORCH_DISTRIBUTED_DEBUG=DETAIL to see which ranks differ")),
+    Cause("segfault-exit-11", "error", "a worker died of SIGSEGV",
+          "A worker died of SIGSEGV: a crash in native code (a CUDA/NCCL/extension mismatch, or bad memory access).",
+          _manual("run that rank's code alone with faulthandler (python -X faulthandler) to get the stack"),
+          suppresses=("remote-rank-died",)),
+    Cause("host-oom-exit-9", "error", "a worker was killed (SIGKILL, most often the OOM killer)",
+          "A worker was killed with SIGKILL, most often by the kernel's OOM killer (host RAM, not GPU memory).",
+          _manual("check dmesg for 'Out of memory: Killed process'; lower the per-rank host memory (data loader "
+                  "workers, model loading), or add RAM/swap"),
+          suppresses=("remote-rank-died",)),
+    Cause("remote-rank-died", "error", "a rank on another node died first",
+          "The connection to a rank on another node broke: that rank died first (look at its node's log for the "
+          "first error).", _manual("find the first failure on the other nodes: this one is a consequence")),
+    # ---- the fabric ----------------------------------------------------------------------------------
+    Cause("gid-index", "error", "RoCE GID index does not route",
+          "RETRY_EXCEEDED on the first RDMA transfer on RoCE: the default GID index does not route between the "
+          "nodes (different switches or subnets).",
+          _env({"NCCL_IB_GID_INDEX": "3"}, "set NCCL_IB_GID_INDEX to the RoCEv2 GID (often 3; check with show_gids)")),
+    Cause("ib-completion-error", "error", "an RDMA transfer failed",
+          "An RDMA transfer failed on the fabric (the completion status names the verbs error).",
+          _manual("check the fabric (ibstat, link errors), the GID index, and that the same NCCL runs on every "
+                  "node")),
+    Cause("ib-async-fatal-event", "error", "the HCA raised a fatal event",
+          "The HCA raised a fatal asynchronous event: a queue pair failed.",
+          _manual("check the HCA firmware and driver; update them to the same versions on every node")),
+    Cause("p2p-hang", "warning", "GPU peer-to-peer transfers hang",
+          "GPU peer-to-peer transfers over PCIe hang on some consumer GPUs and platforms (IOMMU/ACS): init "
+          "succeeds, then the first collective never finishes.",
+          _env({"NCCL_P2P_DISABLE": "1"}, "NCCL_P2P_DISABLE=1 routes intra-node traffic through host memory "
+                                           "(slower, but it completes)")),
+    Cause("slow-interconnect", "warning", "inter-node bandwidth is far below the link's",
+          "Collectives complete, but the bandwidth between the nodes is far below what the link can carry: NCCL "
+          "fell back to TCP sockets, uses a slow interface, or the fabric is degraded.",
+          _manual("check NCCL_DEBUG=INFO's 'Using network' line and the interface it names; measure the link "
+                  "alone (ib_write_bw, iperf3) between the nodes")),
+    Cause("unrecognized-failure", "error", "a failure ddptui does not recognize",
+          "The job failed, but no known cause matched its output.",
+          _manual("read the first error on each node (the earliest failure usually causes the rest); NCCL_DEBUG=INFO "
+                  "and TORCH_DISTRIBUTED_DEBUG=DETAIL say more")),
+)
+
+CATALOG: dict[str, Cause] = {c.id: c for c in _CAUSES}
+assert len(CATALOG) == len(_CAUSES), "an id is defined twice"
+
+
+def finding(id: str, nodes: Iterable[str], summary: str, evidence: Iterable[Evidence], *,
+            fix: Fix | None | Default = DEFAULT, severity: str | None = None,
+            explanation: str | None = None) -> Finding:
+    """A Finding for a catalog id; severity, explanation and fix come from the catalog unless given.
+
+    An unknown id raises KeyError: every id is defined here, so that is a bug in the caller.
+    """
+    cause = CATALOG[id]
+    sev = severity or cause.severity
+    if sev not in SEVERITIES:
+        raise ValueError(f"{id}: severity {sev!r} is not one of {SEVERITIES}")
+    return Finding(id, sev, list(nodes), summary, list(evidence), explanation or cause.explanation,
+                   cause.fix if isinstance(fix, Default) else fix)
+
+
+def hidden_ids(findings: Iterable[Finding]) -> set[str]:
+    """The ids that a better explanation among these findings covers (the catalog's `suppresses`).
+
+    A node-level cause hides another only where they share a node; a job-wide one (it compares the
+    nodes) hides wherever it is raised.
+    """
+    active = {f.id: f for f in findings}
+    hidden: set[str] = set()
+    for f in active.values():
+        cause = CATALOG[f.id]
+        for s in cause.suppresses:
+            if s in active and (cause.job_wide or set(active[s].nodes) & set(f.nodes)):
+                hidden.add(s)
+    return hidden
+
+
+def merge_by_id(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per id: the same cause found on several nodes becomes one finding that covers them.
+
+    Nodes and evidence are kept per node, in order; the fixes for scope "nodes" merge into one
+    per_node map (its env: what every node gets alike); the most severe severity wins. A finding's
+    summary that starts with its node ("node02: ...") merges into "node02, node03: ..." when the
+    rest is the same on every node.
+    """
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.id, []).append(f)
+    return [g[0] if len(g) == 1 else _merge(g) for g in groups.values()]
+
+
+def _merge(group: list[Finding]) -> Finding:
+    nodes = list(dict.fromkeys(n for f in group for n in f.nodes))
+    return Finding(group[0].id, min((f.severity for f in group), key=SEVERITIES.index), nodes,
+                   _merged_summary(group, nodes), [e for f in group for e in f.evidence],
+                   " ".join(dict.fromkeys(f.explanation for f in group if f.explanation)),
+                   _merged_fix([f.fix for f in group if f.fix is not None]),
+                   "active" if any(f.state == "active" for f in group) else group[0].state)
+
+
+def _merged_summary(group: list[Finding], nodes: list[str]) -> str:
+    rests = []
+    for f in group:
+        prefix = ", ".join(f.nodes) + ": "
+        if not f.summary.startswith(prefix):
+            break
+        rests.append(f.summary[len(prefix):])
+    else:
+        if len(set(rests)) == 1:
+            return f"{', '.join(nodes)}: {rests[0]}"
+    return "; ".join(dict.fromkeys(f.summary for f in group))
+
+
+def _merged_fix(fixes: list[Fix]) -> Fix | None:
+    if not fixes:
+        return None
+    if all(f == fixes[0] for f in fixes):
+        return fixes[0]
+    explain = "; ".join(dict.fromkeys(f.explain for f in fixes if f.explain))
+    alternatives = tuple(dict.fromkeys(a for f in fixes for a in f.alternatives))
+    per_node: dict[str, dict[str, str]] = {}
+    for f in fixes:
+        if f.scope == "nodes":
+            for node, env in f.per_node.items():
+                per_node.setdefault(node, {}).update(env)
+    if not per_node:  # differing manual (or conflicting all-nodes) fixes: say them all, apply none
+        return Fix(scope="manual", explain=explain, alternatives=alternatives)
+    envs = list(per_node.values())
+    common = {k: v for k, v in envs[0].items() if all(e.get(k) == v for e in envs[1:])}
+    return Fix(env=common, scope="nodes", per_node=per_node, explain=explain, alternatives=alternatives)
