@@ -22,8 +22,9 @@ from ..core.runbook import Runbook
 from .bridge import EventBridge
 from ..core.diagnosis.model import Fix
 from ..core.fixes import apply_fix, diff, save_revision
+from ..core.logs.classify import filter_cycle
 from .widgets import (
-    FILTERS, SEVERITY_STYLE, CheckMatrix, NodePane, SeverityHighlighter, StepTable, evidence_text, finding_text,
+    SEVERITY_STYLE, CheckMatrix, NodePane, SeverityHighlighter, StepTable, evidence_text, finding_text,
 )
 
 PANE_MAX_LINES = 5000
@@ -463,8 +464,7 @@ class PlaybookScreen(Screen):
 
     def action_cycle_filter(self) -> None:
         """all → NCCL → warnings+errors → each local rank → all, on every pane."""
-        nproc = max(self.pb.nproc_of(n) for n in self.pb.nodes)
-        order = list(FILTERS) + [f"rank {r}" for r in range(nproc)]
+        order = filter_cycle(max(self.pb.nproc_of(n) for n in self.pb.nodes))
         panes = list(self.query(NodePane))
         current = panes[0].filter if panes else "all"
         nxt = order[(order.index(current) + 1) % len(order)] if current in order else "all"

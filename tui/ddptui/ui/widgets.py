@@ -12,6 +12,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Log, Static
 
+from ..core.logs.classify import line_kind, line_matches
+
 STATE_STYLE = {
     "pending": ("○", "dim"), "running": ("▶", "bold yellow"), "passed": ("✓", "bold green"),
     "failed": ("✗", "bold red"), "skipped": ("·", "dim italic"),
@@ -64,38 +66,7 @@ class StepTable(DataTable):
                 self.move_cursor(row=i)
 
 
-def line_kind(s: str) -> str:
-    """warn, error, result, command, nccl or plain: what a log line is, for colours and filters."""
-    if "NCCL WARN" in s or "Warning" in s or " WARN " in s or s.startswith("W1") or "] W" in s[:20]:
-        return "warn"
-    if ("Error" in s or "Traceback" in s or "FAILED" in s or "exitcode" in s or "error:" in s
-            or s.startswith("E1") or "Connection refused" in s):
-        return "error"
-    if "ddptui-smoke result" in s:
-        return "result"
-    if s.startswith("$ "):
-        return "command"
-    if "NCCL INFO" in s or s.startswith("I1"):
-        return "info"
-    return "plain"
-
-
 KIND_STYLE = {"warn": "yellow", "error": "bold red", "result": "bold green", "command": "cyan", "info": "dim"}
-
-# The pane filters, in the order `v` cycles through them; "rank N" filters follow for each local rank.
-FILTERS = ("all", "NCCL", "warnings+errors")
-
-
-def line_matches(line: str, flt: str) -> bool:
-    if flt == "all":
-        return True
-    if flt == "NCCL":
-        return "NCCL" in line
-    if flt == "warnings+errors":
-        return line_kind(line) in ("warn", "error")
-    if flt.startswith("rank "):  # torchrun --tee prefixes each line with [default<local_rank>]:
-        return line.startswith(f"[default{flt[5:]}]:")
-    return True
 
 
 class SeverityHighlighter(Highlighter):
