@@ -16,7 +16,8 @@ from ddptui.core.transport.factory import SSHSettings
 from ddptui.ui.app import DdptuiApp
 from textual.widgets import TabbedContent
 
-from ddptui.ui.screens import FixScreen, PlaybookScreen
+from ddptui.ui.dialogs.fix import FixDialog
+from ddptui.ui.screens import PlaybookScreen
 from tests.cluster.conftest import cluster_playbook
 from tests.cluster.netns import Cluster
 from tests.conftest import DATA, needs_torch
@@ -62,7 +63,7 @@ async def test_ib_socket_mismatch_is_fixed_from_the_tui(cluster: Cluster, ssh_en
         ev = next(e for e in f["evidence"] if e["line"])
         assert f"{ev['node']}: line {ev['line']} of its log" in str(screen.query_one("#status").render())
         await pilot.press("3", "f")
-        assert isinstance(app.screen, FixScreen)
+        assert isinstance(app.screen, FixDialog)
         assert "+    NCCL_IB_DISABLE: '1'" in str(app.screen.query_one("#diff").render())
         columns = [str(c.render()) for c in app.screen.query(".evidence-column")]
         assert len(columns) == 2 and columns[0].startswith("node02") and columns[1].startswith("node03")

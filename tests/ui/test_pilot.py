@@ -7,7 +7,8 @@ from pathlib import Path
 from textual.widgets import DataTable
 
 from ddptui.ui.app import DdptuiApp
-from ddptui.ui.screens import PickerScreen, PlaybookScreen, ProblemsScreen, QuitScreen
+from ddptui.ui.dialogs.quit import QuitDialog
+from ddptui.ui.screens import PickerScreen, PlaybookScreen, ProblemsScreen
 from tests.conftest import DATA
 
 SHELL_PB = """\
@@ -157,7 +158,7 @@ async def test_quit_while_a_job_runs_asks_then_stops_it(tmp_path: Path, runs_dir
         assert proc.running
         job = psutil.Process(proc.pid)
         await pilot.press("q")
-        assert isinstance(app.screen, QuitScreen)
+        assert isinstance(app.screen, QuitDialog)
         await pilot.press("escape")  # cancel: still running
         assert isinstance(app.screen, PlaybookScreen) and proc.running
         await pilot.press("q")
@@ -183,7 +184,7 @@ async def test_quit_can_leave_the_job_running(tmp_path: Path, runs_dir: Path, mo
         proc = app.screen.runbook.nodes["localhost"].process
         assert proc.running
         await pilot.press("q")
-        assert isinstance(app.screen, QuitScreen)
+        assert isinstance(app.screen, QuitDialog)
         await pilot.click("#leave")
         for _ in range(100):
             await pilot.pause(0.05)

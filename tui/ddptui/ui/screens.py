@@ -1,4 +1,4 @@
-"""The screens: picker, problems, playbook (step-through with node panes), quit and host-key dialogs."""
+"""The screens: picker, problems, playbook (step-through with node panes)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Log, Static, TabbedContent, TabPane
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Log, Static, TabbedContent, TabPane
 
 from ..core import events as E
 from ..core.errors import PlaybookError
@@ -23,6 +23,7 @@ from .bridge import EventBridge
 from ..core.diagnosis.model import Fix
 from ..core.fixes import apply_fix, diff, save_revision
 from ..core.logs.classify import filter_cycle
+from .dialogs.fix import FixChoice, FixDialog
 from .widgets import (
     SEVERITY_STYLE, CheckMatrix, NodePane, SeverityHighlighter, StepTable, evidence_text, finding_text,
 )
@@ -107,144 +108,6 @@ class ProblemsScreen(Screen):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
-
-
-class QuitScreen(ModalScreen[str]):
-    """A job is running: stop it, or stay."""
-
-    BINDINGS = [Binding("escape", "dismiss('cancel')", "Cancel")]
-
-    def __init__(self, running: list[str]) -> None:
-        super().__init__()
-        self.running = running
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
-            yield Label(f"The job is running on {', '.join(self.running)}.", id="dialog-title")
-            yield Label("Stop it on every node (TERM to its process group, then KILL), or leave it running: "
-                        "each node then keeps the output in ~/.cache/ddptui/runs/<run>/<node>.log.")
-            with Horizontal(id="dialog-buttons"):
-                yield Button("Stop the job and quit", variant="error", id="stop")
-                yield Button("Leave it running", variant="warning", id="leave")
-                yield Button("Cancel", variant="primary", id="cancel")
-
-    def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()
-
-    @on(Button.Pressed)
-    def _pressed(self, ev: Button.Pressed) -> None:
-        self.dismiss(ev.button.id or "cancel")
-
-
-class HostKeyScreen(ModalScreen[bool]):
-    """An unknown host key: show the fingerprint, save it only when the user says so."""
-
-    def __init__(self, node: str, hostname: str, key_type: str, fingerprint: str) -> None:
-        super().__init__()
-        self.info = (node, hostname, key_type, fingerprint)
-
-    def compose(self) -> ComposeResult:
-        node, host, typ, fp = self.info
-        with Vertical(id="dialog"):
-            yield Label(f"The authenticity of host '{host}' ({node}) can't be established.", id="dialog-title")
-            yield Label(f"{typ} key fingerprint is {fp}.")
-            yield Label("Accept it and save it to known_hosts?")
-            with Horizontal(id="dialog-buttons"):
-                yield Button("Accept and save", variant="warning", id="yes")
-                yield Button("Refuse", variant="primary", id="no")
-
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
-    @on(Button.Pressed)
-    def _pressed(self, ev: Button.Pressed) -> None:
-        self.dismiss(ev.button.id == "yes")
-
-
-class FixScreen(ModalScreen[str]):
-    """A finding's fix as a diff of the playbook; saved (as a new revision) only if the user says so."""
-
-    BINDINGS = [Binding("escape", "dismiss('cancel')", "Cancel")]
-
-    def __init__(self, finding: dict, patch: str, path: Path | None) -> None:
-        super().__init__()
-        self.finding, self.patch, self.path = finding, patch, path
-
-    def compose(self) -> ComposeResult:
-        from textual.widgets import Static as _S
-
-        with Vertical(id="dialog", classes="wide"):
-            yield Label(f"Fix {self.finding['id']}: {self.finding['summary']}", id="dialog-title")
-            if self.finding.get("explanation"):
-                yield Label(self.finding["explanation"], classes="dim")
-            by_node: dict[str, list] = {}
-            for e in self.finding.get("evidence", []):
-                by_node.setdefault(e["node"], []).append(e)
-            with Horizontal(id="evidence-columns"):  # each node's evidence side by side
-                for node, evs in by_node.items():
-                    col = Text(node + "\n", style="bold cyan")
-                    for e in evs:
-                        col.append((f"{e['line']}: " if e.get("line") else "") + e["text"][:300] + "\n")
-                    yield _S(col, classes="evidence-column")
-            yield Label(self.finding["fix"].get("explain", ""))
-            t = Text()
-            for line in self.patch.splitlines():
-                style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim" if line.startswith("@") else ""
-                t.append(line + "\n", style=style)
-            with VerticalScroll(id="diff-box"):
-                yield _S(t, id="diff")
-            yield Label("Apply stops the job on every node, saves the change as a new revision of the playbook "
-                        "(the original is kept) and runs it again, master first.", classes="dim")
-            with Horizontal(id="dialog-buttons"):
-                yield Button("Apply and relaunch", variant="warning", id="apply", disabled=self.path is None)
-                yield Button("Save only", variant="success", id="save", disabled=self.path is None)
-                yield Button("Copy", id="copy")
-                yield Button("Dismiss", variant="primary", id="cancel")
-
-    def copy_text(self) -> str:
-        """What Copy puts on the clipboard: the env change as shell lines, or the diff."""
-        fix = self.finding["fix"]
-        lines = [f"export {k}={v}" for k, v in (fix.get("env") or {}).items() if fix.get("scope") == "all-nodes"]
-        for node, env in (fix.get("per_node") or {}).items():
-            lines += [f"# on {node}: export {k}={v}" for k, v in env.items()]
-        return "\n".join(lines) if lines else self.patch
-
-    @on(Button.Pressed)
-    def _pressed(self, ev: Button.Pressed) -> None:
-        if ev.button.id == "copy":
-            self.app.copy_to_clipboard(self.copy_text())
-            self.notify("copied")
-            return
-        self.dismiss(ev.button.id or "cancel")
-
-
-class PassphraseScreen(ModalScreen[str | None]):
-    """A key file needs its passphrase: asked here, kept in memory for this connection only."""
-
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
-
-    def __init__(self, node: str, path: str) -> None:
-        super().__init__()
-        self.node, self.path = node, path
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
-            yield Label(f"{self.node}: the key {self.path} needs its passphrase.", id="dialog-title")
-            yield Input(password=True, placeholder="passphrase", id="passphrase")
-            with Horizontal(id="dialog-buttons"):
-                yield Button("Use it", variant="primary", id="ok")
-                yield Button("Skip this key", id="skip")
-
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
-    @on(Input.Submitted)
-    def _submitted(self) -> None:
-        self.dismiss(self.query_one(Input).value or None)
-
-    @on(Button.Pressed)
-    def _pressed(self, ev: Button.Pressed) -> None:
-        self.dismiss(self.query_one(Input).value or None if ev.button.id == "ok" else None)
 
 
 class PlaybookScreen(Screen):
@@ -553,18 +416,18 @@ class PlaybookScreen(Screen):
             return
         name = self.pb.path.name if self.pb.path else "playbook.yaml"
 
-        def answered(choice: str | None) -> None:
+        def answered(choice: FixChoice | None) -> None:
             if self.pb.path is None:
                 return
-            if choice == "save":
+            if choice is FixChoice.SAVE_ONLY:
                 self._save_fixed(new)
-            elif choice == "apply":
+            elif choice is FixChoice.APPLY_AND_RELAUNCH:
                 if self.busy.is_set() and not self.runbook.job_running:
                     self.notify("a step is running; wait for it first", severity="warning")
                     return
                 self._apply_and_relaunch(new, f["id"])
 
-        self.app.push_screen(FixScreen(f, diff(old, new, name), self.pb.path), answered)
+        self.app.push_screen(FixDialog(f, diff(old, new, name), self.pb.path), answered)
 
     @work(thread=True, group="save")
     def _save_fixed(self, text: str) -> None:
