@@ -17,7 +17,7 @@ from ddptui.ui.app import DdptuiApp
 from textual.widgets import TabbedContent
 
 from ddptui.ui.dialogs.fix import FixDialog
-from ddptui.ui.screens import PlaybookScreen
+from ddptui.ui.screens.playbook import PlaybookScreen
 from tests.cluster.conftest import cluster_playbook
 from tests.cluster.netns import Cluster
 from tests.conftest import DATA, needs_torch

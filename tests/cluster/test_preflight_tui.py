@@ -10,8 +10,8 @@ from ddptui.core.playbook.loader import load_playbook
 from ddptui.core.transport.factory import SSHSettings
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.dialogs.fix import FixDialog
-from ddptui.ui.screens import PlaybookScreen
-from ddptui.ui.widgets import CHECK_COLUMNS, CheckMatrix
+from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.widgets.checks import CHECK_COLUMNS, CheckMatrix
 from tests.cluster.conftest import cluster_playbook
 from tests.cluster.netns import Cluster
 

@@ -281,7 +281,7 @@ async def test_the_tui_asks_about_an_unknown_host_key(cluster: Cluster, ssh_env:
                                                       runs_dir: Path) -> None:
     from ddptui.ui.app import DdptuiApp
     from ddptui.ui.dialogs.host_key import HostKeyDialog
-    from ddptui.ui.screens import PlaybookScreen
+    from ddptui.ui.screens.playbook import PlaybookScreen
 
     kh = tmp_path / "known_hosts"
     cfg = config_with(cluster, tmp_path, known_hosts=kh)

@@ -8,7 +8,8 @@ from textual.widgets import Input, Log
 
 from ddptui.core.events import NodeOutput
 from ddptui.ui.app import DdptuiApp
-from ddptui.ui.screens import PANE_MAX_LINES, NodePane, PlaybookScreen
+from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.widgets.panes import PANE_MAX_LINES, NodePane
 
 PB = """\
 name: panes

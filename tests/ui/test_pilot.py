@@ -8,7 +8,9 @@ from textual.widgets import DataTable
 
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.dialogs.quit import QuitDialog
-from ddptui.ui.screens import PickerScreen, PlaybookScreen, ProblemsScreen
+from ddptui.ui.screens.picker import PickerScreen
+from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.screens.problems import ProblemsScreen
 from tests.conftest import DATA
 
 SHELL_PB = """\
@@ -198,3 +200,4 @@ async def test_quit_can_leave_the_job_running(tmp_path: Path, runs_dir: Path, mo
         assert Path(os.path.expanduser(left["log"])).parent.parent.name == "runs"
     finally:
         os.killpg(proc.pgid, signal.SIGTERM)
+

@@ -18,7 +18,9 @@ from ..core.transport.factory import SSHSettings, make_factory
 from .dialogs.host_key import HostKeyDialog
 from .dialogs.passphrase import PassphraseDialog
 from .dialogs.quit import QuitChoice, QuitDialog
-from .screens import PickerScreen, PlaybookScreen, ProblemsScreen
+from .screens.picker import PickerScreen
+from .screens.playbook import PlaybookScreen
+from .screens.problems import ProblemsScreen
 
 T = TypeVar("T")
 
