@@ -201,3 +201,36 @@ async def test_quit_can_leave_the_job_running(tmp_path: Path, runs_dir: Path, mo
     finally:
         os.killpg(proc.pgid, signal.SIGTERM)
 
+
+async def test_a_worker_error_becomes_words_and_the_app_keeps_running(tmp_path: Path, runs_dir: Path) -> None:
+    from ddptui.core.errors import PlaybookError, Problem
+
+    app = DdptuiApp(playbook=write_pb(tmp_path), runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        problem = Problem("fixed.yaml", 4, 3, "unknown key 'nprocs'", hint="did you mean nproc_per_node?")
+
+        def raise_playbook_error(step_id: str) -> None:
+            raise PlaybookError("fixed.yaml", [problem])
+
+        screen.runbook.run_step = raise_playbook_error
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert app.is_running and app.screen is screen
+        assert not screen.busy.is_set()
+        texts = [n.message for n in app._notifications]
+        assert any("fixed.yaml: 1 problem" in t and "fixed.yaml:4:3: unknown key 'nprocs'" in t for t in texts), texts
+
+        def raise_bug(step_id: str) -> None:
+            raise KeyError("oops")
+
+        screen.runbook.run_step = raise_bug
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert app.is_running and app.screen is screen
+        assert any(n.message == "internal error: KeyError: 'oops'" and n.severity == "error"
+                   for n in app._notifications), [n.message for n in app._notifications]
+        del screen.runbook.run_step  # the real one again: the screen still works after both
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert screen.history == [("one", "running"), ("one", "passed")]

@@ -234,13 +234,13 @@ class PlaybookScreen(StepThroughScreen):
 
         self.app.push_screen(FixDialog(f, patch, self.pb.path), answered)
 
-    @work(thread=True, group="save")
+    @work(thread=True, group="save", exit_on_error=False)
     def _save_fixed(self, text: str) -> None:
         path = save_revision(self.pb.path, text)  # file I/O: off the UI thread
         self.app.call_from_thread(self.notify, f"saved {path} (the original is kept)", timeout=8)
         self.saved_revisions.append(path)
 
-    @work(thread=True, group="fix")
+    @work(thread=True, group="fix", exit_on_error=False)
     def _apply_and_relaunch(self, text: str, finding_id: str) -> None:
         """Stop the job everywhere, save the fixed playbook as a new revision, run it again in order."""
         self.app.call_from_thread(self.notify, f"applying the fix for {finding_id}: stopping the job on every node…")

@@ -1,7 +1,7 @@
 """A screen that steps through a playbook: every core call in a worker thread, one at a time.
 
 It owns the runbook and the event bridge; the subclass lays the screen out and shows the events
-(`_drain`).
+(`_drain`). Worker errors become notifications here, in words; the app never closes because of one.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from pathlib import Path
 from textual import work
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.worker import Worker, WorkerState
 
 from ...core.playbook.model import Playbook
 from ...core.runbook import Runbook
 from ..bridge import EventBridge
+from ..errors import error_words
 from ..widgets.panes import PANE_MAX_LINES, enclosing_pane
 from ..widgets.steps import StepTable
 
@@ -46,11 +48,17 @@ class StepThroughScreen(Screen):
         """Show what the runbook reported since the last frame (the subclass knows where)."""
         raise NotImplementedError
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised: the error in words, as a notification; the app keeps running."""
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            text, severity = error_words(event.worker.error)
+            self.notify(text, severity=severity, timeout=15)
+
     # ---- actions: each calls one core function in a worker thread ---------------------------
     def _selected(self) -> str | None:
         return self.query_one(StepTable).selected
 
-    @work(thread=True, exclusive=True, group="runbook")
+    @work(thread=True, exclusive=True, group="runbook", exit_on_error=False)
     def _work(self, what: str, step_id: str | None) -> None:
         self.busy.set()
         try:
