@@ -13,7 +13,7 @@ import pytest
 
 from ddptui.core.logs.results import parse_result_line
 from ddptui.ui.app import DdptuiApp
-from ddptui.ui.screens import PlaybookScreen
+from ddptui.ui.screens.playbook import PlaybookScreen
 from tests.conftest import ROOT, ddptui_exe, needs_torch
 
 pytestmark = [needs_torch, pytest.mark.torch]

@@ -16,7 +16,8 @@ from ddptui.core.transport.factory import SSHSettings
 from ddptui.ui.app import DdptuiApp
 from textual.widgets import TabbedContent
 
-from ddptui.ui.screens import FixScreen, PlaybookScreen
+from ddptui.ui.dialogs.fix import FixDialog
+from ddptui.ui.screens.playbook import PlaybookScreen
 from tests.cluster.conftest import cluster_playbook
 from tests.cluster.netns import Cluster
 from tests.conftest import DATA, needs_torch
@@ -49,20 +50,20 @@ async def test_ib_socket_mismatch_is_fixed_from_the_tui(cluster: Cluster, ssh_en
         assert isinstance(screen, PlaybookScreen)
         await pilot.press("a")
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not any(f["id"] == "ib-socket-mismatch" for f in screen.findings):
+        while time.monotonic() < deadline and not any(f.id == "ib-socket-mismatch" for f in screen.findings):
             await pilot.pause(0.1)
-        (f,) = [f for f in screen.findings if f["id"] == "ib-socket-mismatch"]
-        assert f["state"] == "active" and sorted(f["nodes"]) == ["node02", "node03"]
-        assert {e["node"] for e in f["evidence"]} == {"node02", "node03"}
+        (f,) = [f for f in screen.findings if f.id == "ib-socket-mismatch"]
+        assert f.state == "active" and sorted(f.nodes) == ["node02", "node03"]
+        assert {e.node for e in f.evidence} == {"node02", "node03"}
         assert screen.runbook.job_running  # the job hangs, as NCCL would: not a timeout, a finding
         first_run = screen.runbook.run_path
         # jump from the finding to its evidence line in the node's pane
         await pilot.press("3", "j")
         assert screen.query_one(TabbedContent).active == "tab-logs"
-        ev = next(e for e in f["evidence"] if e["line"])
-        assert f"{ev['node']}: line {ev['line']} of its log" in str(screen.query_one("#status").render())
+        ev = next(e for e in f.evidence if e.line)
+        assert f"{ev.node}: line {ev.line} of its log" in str(screen.query_one("#status").render())
         await pilot.press("3", "f")
-        assert isinstance(app.screen, FixScreen)
+        assert isinstance(app.screen, FixDialog)
         assert "+    NCCL_IB_DISABLE: '1'" in str(app.screen.query_one("#diff").render())
         columns = [str(c.render()) for c in app.screen.query(".evidence-column")]
         assert len(columns) == 2 and columns[0].startswith("node02") and columns[1].startswith("node03")
@@ -75,7 +76,7 @@ async def test_ib_socket_mismatch_is_fixed_from_the_tui(cluster: Cluster, ssh_en
         rb = screen.runbook
         assert rb.run_path != first_run
         assert rb.states["watch"] == "passed", (rb.states, screen.query_one("#step-detail").render())
-        assert not [x for x in screen.findings if x["id"] == "ib-socket-mismatch"]
+        assert not [x for x in screen.findings if x.id == "ib-socket-mismatch"]
         assert screen.fixed == ["ib-socket-mismatch"]
         (rev,) = screen.saved_revisions
     assert load_playbook(rev).job.env_dict()["NCCL_IB_DISABLE"] == "1"

@@ -11,7 +11,8 @@ import pytest
 from ddptui.core.logs.results import parse_result_line
 from ddptui.core.transport.factory import SSHSettings
 from ddptui.ui.app import DdptuiApp
-from ddptui.ui.screens import NodePane, PlaybookScreen
+from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.widgets.panes import NodePane
 from tests.cluster.conftest import NODES, cluster_playbook
 from tests.cluster.netns import Cluster
 from tests.conftest import ddptui_exe, needs_torch

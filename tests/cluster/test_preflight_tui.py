@@ -9,8 +9,9 @@ from textual.widgets import Static
 from ddptui.core.playbook.loader import load_playbook
 from ddptui.core.transport.factory import SSHSettings
 from ddptui.ui.app import DdptuiApp
-from ddptui.ui.screens import FixScreen, PlaybookScreen
-from ddptui.ui.widgets import CHECK_COLUMNS, CheckMatrix
+from ddptui.ui.dialogs.fix import FixDialog
+from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.widgets.checks import CHECK_COLUMNS, CheckMatrix
 from tests.cluster.conftest import cluster_playbook
 from tests.cluster.netns import Cluster
 
@@ -39,10 +40,10 @@ async def test_matrix_evidence_and_fix(cluster: Cluster, ssh_env: Path, tmp_path
         evidence = str(screen.query_one("#evidence", Static).render())
         assert "$ ibv_devinfo" in evidence and "PORT_ACTIVE" in evidence
         # the findings tab, newest first; the fix as a diff; saved only when asked
-        assert [f["id"] for f in screen.findings] == ["ib-socket-mismatch"]
+        assert [f.id for f in screen.findings] == ["ib-socket-mismatch"]
         assert "iba will use NET/IB, gpua NET/Socket" in str(screen.query_one("#finding-detail", Static).render())
         await pilot.press("3", "f")
-        assert isinstance(app.screen, FixScreen)
+        assert isinstance(app.screen, FixDialog)
         patch = str(app.screen.query_one("#diff", Static).render())
         assert "+    NCCL_IB_DISABLE: '1'" in patch
         await pilot.click("#cancel")

@@ -280,7 +280,8 @@ def test_a_key_with_a_passphrase(cluster: Cluster, ssh_env: Path, tmp_path: Path
 async def test_the_tui_asks_about_an_unknown_host_key(cluster: Cluster, ssh_env: Path, tmp_path: Path,
                                                       runs_dir: Path) -> None:
     from ddptui.ui.app import DdptuiApp
-    from ddptui.ui.screens import HostKeyScreen, PlaybookScreen
+    from ddptui.ui.dialogs.host_key import HostKeyDialog
+    from ddptui.ui.screens.playbook import PlaybookScreen
 
     kh = tmp_path / "known_hosts"
     cfg = config_with(cluster, tmp_path, known_hosts=kh)
@@ -290,9 +291,9 @@ async def test_the_tui_asks_about_an_unknown_host_key(cluster: Cluster, ssh_env:
         await pilot.press("r")
         for _ in range(200):  # the dialog comes from the connect worker
             await pilot.pause(0.05)
-            if isinstance(app.screen, HostKeyScreen):
+            if isinstance(app.screen, HostKeyDialog):
                 break
-        assert isinstance(app.screen, HostKeyScreen)
+        assert isinstance(app.screen, HostKeyDialog)
         text = " ".join(str(w.render()) for w in app.screen.query("Label"))
         fp = subprocess.run(["ssh-keygen", "-lf", str(cluster.root / "node02" / "ssh_host_ed25519_key.pub")],
                             capture_output=True, text=True).stdout.split()[1]

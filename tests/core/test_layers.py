@@ -6,7 +6,7 @@ import sys
 CORE_MODULES = [
     "ddptui.core.playbook.loader", "ddptui.core.runbook", "ddptui.core.transport.local", "ddptui.core.transport.ssh",
     "ddptui.core.transport.factory", "ddptui.core.launch.plan",
-    "ddptui.core.logs.rundir", "ddptui.core.checks.software", "ddptui.cli",
+    "ddptui.core.logs.rundir", "ddptui.core.logs.classify", "ddptui.core.checks.software", "ddptui.cli",
 ]
 
 

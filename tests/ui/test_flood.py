@@ -12,7 +12,8 @@ import pytest
 from textual.widgets import TabbedContent
 
 from ddptui.ui.app import DdptuiApp
-from ddptui.ui.screens import PANE_MAX_LINES, NodePane, PlaybookScreen
+from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.widgets.panes import PANE_MAX_LINES, NodePane
 from tests.conftest import DATA, needs_torch
 
 pytestmark = [needs_torch, pytest.mark.torch]

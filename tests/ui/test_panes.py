@@ -8,8 +8,8 @@ from textual.widgets import Input, Log
 
 from ddptui.core.events import NodeOutput
 from ddptui.ui.app import DdptuiApp
-from ddptui.ui.screens import PANE_MAX_LINES, NodePane, PlaybookScreen
-from ddptui.ui.widgets import line_kind
+from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.widgets.panes import PANE_MAX_LINES, NodePane
 
 PB = """\
 name: panes
@@ -89,12 +89,6 @@ async def test_a_pane_holds_a_bounded_number_of_lines(tmp_path: Path, runs_dir: 
         assert alpha.total_lines == n
         assert len(alpha.log.lines) == len(alpha.buffer) == PANE_MAX_LINES
         assert alpha.log.lines[-1] == f"line {n - 1}" and alpha.buffer[0] == f"line {n - PANE_MAX_LINES}"
-
-
-def test_line_kinds() -> None:
-    assert line_kind("x NCCL WARN y") == "warn" and line_kind("W1201 12:00 foo") == "warn"
-    assert line_kind("RuntimeError: boom") == "error" and line_kind("x NCCL INFO y") == "info"
-    assert line_kind("ddptui-smoke result host=a") == "result" and line_kind("hello") == "plain"
 
 
 async def test_many_nodes_show_as_a_list_with_one_open_pane(tmp_path: Path, runs_dir: Path) -> None:

@@ -7,7 +7,10 @@ from pathlib import Path
 from textual.widgets import DataTable
 
 from ddptui.ui.app import DdptuiApp
-from ddptui.ui.screens import PickerScreen, PlaybookScreen, ProblemsScreen, QuitScreen
+from ddptui.ui.dialogs.quit import QuitDialog
+from ddptui.ui.screens.picker import PickerScreen
+from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.screens.problems import ProblemsScreen
 from tests.conftest import DATA
 
 SHELL_PB = """\
@@ -157,7 +160,7 @@ async def test_quit_while_a_job_runs_asks_then_stops_it(tmp_path: Path, runs_dir
         assert proc.running
         job = psutil.Process(proc.pid)
         await pilot.press("q")
-        assert isinstance(app.screen, QuitScreen)
+        assert isinstance(app.screen, QuitDialog)
         await pilot.press("escape")  # cancel: still running
         assert isinstance(app.screen, PlaybookScreen) and proc.running
         await pilot.press("q")
@@ -183,7 +186,7 @@ async def test_quit_can_leave_the_job_running(tmp_path: Path, runs_dir: Path, mo
         proc = app.screen.runbook.launch.nodes["localhost"].process
         assert proc.running
         await pilot.press("q")
-        assert isinstance(app.screen, QuitScreen)
+        assert isinstance(app.screen, QuitDialog)
         await pilot.click("#leave")
         for _ in range(100):
             await pilot.pause(0.05)
@@ -197,3 +200,37 @@ async def test_quit_can_leave_the_job_running(tmp_path: Path, runs_dir: Path, mo
         assert Path(os.path.expanduser(left["log"])).parent.parent.name == "runs"
     finally:
         os.killpg(proc.pgid, signal.SIGTERM)
+
+
+async def test_a_worker_error_becomes_words_and_the_app_keeps_running(tmp_path: Path, runs_dir: Path) -> None:
+    from ddptui.core.errors import PlaybookError, Problem
+
+    app = DdptuiApp(playbook=write_pb(tmp_path), runs_dir=runs_dir)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        problem = Problem("fixed.yaml", 4, 3, "unknown key 'nprocs'", hint="did you mean nproc_per_node?")
+
+        def raise_playbook_error(step_id: str) -> None:
+            raise PlaybookError("fixed.yaml", [problem])
+
+        screen.runbook.run_step = raise_playbook_error
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert app.is_running and app.screen is screen
+        assert not screen.busy.is_set()
+        texts = [n.message for n in app._notifications]
+        assert any("fixed.yaml: 1 problem" in t and "fixed.yaml:4:3: unknown key 'nprocs'" in t for t in texts), texts
+
+        def raise_bug(step_id: str) -> None:
+            raise KeyError("oops")
+
+        screen.runbook.run_step = raise_bug
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert app.is_running and app.screen is screen
+        assert any(n.message == "internal error: KeyError: 'oops'" and n.severity == "error"
+                   for n in app._notifications), [n.message for n in app._notifications]
+        del screen.runbook.run_step  # the real one again: the screen still works after both
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert screen.history == [("one", "running"), ("one", "passed")]

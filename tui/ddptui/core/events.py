@@ -43,6 +43,9 @@ class StepChanged(Event):
     message: str = ""
     t: float = field(default_factory=time.time)
 
+    def __post_init__(self) -> None:  # a plain word becomes its enum member (or ValueError)
+        object.__setattr__(self, "state", StepState(self.state))
+
 
 @dataclass(frozen=True)
 class NodeOutput(Event):
@@ -71,6 +74,9 @@ class NodeState(Event):
     pid: int | None = None
     pgid: int | None = None
     t: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", NodeStatus(self.state))
 
 
 @dataclass(frozen=True)

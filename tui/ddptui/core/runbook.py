@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .checks.preflight import PreflightResult
@@ -31,6 +32,14 @@ from .states import NodeStatus, StepState
 from .transport.base import Transport
 
 TransportFactory = Callable[[Playbook, str], Transport]
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    runbook: Runbook  # the run of the revision
+    revision: Path
+    ok: bool  # every step of the rerun passed
+    resolved: bool  # ...and none of the fixed findings is active in it
 
 
 class Runbook:
@@ -304,3 +313,12 @@ class Runbook:
             self.run_dir.write_summary(s)
             self.emit(RunFinished(s["ok"], s))
             self.run_dir.close()
+
+
+def apply_and_rerun(rb: Runbook, proposal: Proposal, switched: Callable[[Runbook], None] = lambda rb: None) -> FixOutcome:
+    """A fix, end to end: stop `rb`'s job, write the revision, run it from the start, judge it.
+    `switched(new)` is told of the new run before it starts (the TUI swaps its panes then)."""
+    new = rb.relaunch(proposal)
+    switched(new)
+    ok = new.run_all()
+    return FixOutcome(new, Path(new.pb.path), ok, ok and not any(new.active(i) for i in proposal.ids))

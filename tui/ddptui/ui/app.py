@@ -6,15 +6,23 @@ import threading
 from concurrent.futures import CancelledError
 from pathlib import Path
 from collections.abc import Iterable
+from typing import TypeVar
 
 from textual.app import App, SystemCommand
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 
 from ..core.errors import PlaybookError
 from ..core.paths import examples_dir, user_playbooks_dir
 from ..core.playbook.loader import discover_playbooks, load_playbook
 from ..core.transport.factory import SSHSettings, make_factory
-from .screens import HostKeyScreen, PassphraseScreen, PickerScreen, PlaybookScreen, ProblemsScreen, QuitScreen
+from .dialogs.host_key import HostKeyDialog
+from .dialogs.passphrase import PassphraseDialog
+from .dialogs.quit import QuitChoice, QuitDialog
+from .screens.picker import PickerScreen
+from .screens.playbook import PlaybookScreen
+from .screens.problems import ProblemsScreen
+
+T = TypeVar("T")
 
 
 class DdptuiApp(App):
@@ -80,14 +88,14 @@ class DdptuiApp(App):
             return
         running = screen.runbook.running_nodes
 
-        def chosen(answer: str | None) -> None:
-            if answer == "stop":
+        def chosen(answer: QuitChoice | None) -> None:
+            if answer is QuitChoice.STOP:
                 self.notify("stopping the job on every node…")
                 self._stop_and_exit(screen)
-            elif answer == "leave":
+            elif answer is QuitChoice.LEAVE_RUNNING:
                 self._stop_and_exit(screen, leave_running=True)
 
-        self.push_screen(QuitScreen(running), chosen)
+        self.push_screen(QuitDialog(running), chosen)
 
     def _stop_and_exit(self, screen: PlaybookScreen, leave_running: bool = False) -> None:
         def work() -> None:
@@ -112,16 +120,16 @@ class DdptuiApp(App):
         self._close_runbooks()  # nothing is left running on a node, whatever the way out
 
     # ---- asked from worker threads ----------------------------------------------------------
-    def _ask(self, screen):
+    def _ask(self, dialog: ModalScreen[T]) -> T | None:
         """Show a dialog from a worker thread and wait for the user's answer there."""
         done = threading.Event()
-        answer: list = [None]
+        answer: list[T | None] = [None]
 
-        def set_answer(value) -> None:
+        def set_answer(value: T | None) -> None:
             answer[0] = value
             done.set()
 
-        self.call_from_thread(self.push_screen, screen, set_answer)
+        self.call_from_thread(self.push_screen, dialog, set_answer)
         done.wait()
         return answer[0]
 
@@ -130,8 +138,8 @@ class DdptuiApp(App):
 
     def _confirm_host_key(self, node: str, hostname: str, key_type: str, fingerprint: str) -> bool:
         with self._dialog_lock:
-            return bool(self._ask(HostKeyScreen(node, hostname, key_type, fingerprint)))
+            return bool(self._ask(HostKeyDialog(node, hostname, key_type, fingerprint)))
 
     def _ask_passphrase(self, node: str, path: str) -> str | None:
         with self._dialog_lock:
-            return self._ask(PassphraseScreen(node, path))
+            return self._ask(PassphraseDialog(node, path))

@@ -12,7 +12,8 @@ import threading
 from collections.abc import Callable
 
 from .engine import Engine
-from .model import Evidence, Finding, Fix
+from .catalog import CATALOG, finding
+from .model import Evidence, Finding
 
 WAITING = "Rendezvous'ing worker group"
 JOINED = ("Rendezvous complete for workers", "init_process_group done")
@@ -76,10 +77,9 @@ class LiveDiagnosis:
                     self._on_change(f)
 
     def _master_not_started(self, node: str, ev: Evidence) -> Finding:
-        return Finding(
-            "master-not-started", "warning", [node],
-            f"{node} waits in rendezvous, but torchrun is not running on the master {self._master}", [ev],
-            "A worker started before the master: it is waiting for the master's rendezvous store and will time "
-            f"out after rdzv_timeout ({self._rdzv_timeout} s here) unless the master starts.",
-            Fix(scope="manual", explain="start the master (run launch-master); the worker joins as soon as its "
-                                        "port listens"))
+        # the catalog's words, with this playbook's timeout instead of torch's default
+        words = CATALOG["master-not-started"].explanation.replace(
+            "(rdzv_timeout, 900 s by default)", f"after rdzv_timeout ({self._rdzv_timeout} s in this playbook)")
+        return finding("master-not-started", [node],
+                       f"{node} waits in rendezvous, but torchrun is not running on the master {self._master}", [ev],
+                       explanation=words)

@@ -254,9 +254,11 @@ class Orchestrator:
         self.stopped_by_user = True
         self._emit(Notice("info", f"stopping the job on {', '.join(nr.name for nr in running)}"))
         self._stop_nodes(running)
-        if wait:
+        if wait:  # until each node's exit is known and its state posted
             for nr in running:
                 nr.process.wait(self.pb.job.stop_grace + 10)
+                if nr.watcher is not None and nr.watcher is not threading.current_thread():
+                    nr.watcher.join(5)
 
     def _stop_nodes(self, nodes: list[NodeRun]) -> None:
         for nr in nodes:

@@ -1,0 +1,34 @@
+"""An unknown host key: accept (and save) it, or refuse."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label
+
+
+class HostKeyDialog(ModalScreen[bool]):
+    """An unknown host key: show the fingerprint, save it only when the user says so (True)."""
+
+    def __init__(self, node: str, hostname: str, key_type: str, fingerprint: str) -> None:
+        super().__init__()
+        self.info = (node, hostname, key_type, fingerprint)
+
+    def compose(self) -> ComposeResult:
+        node, host, typ, fp = self.info
+        with Vertical(id="dialog"):
+            yield Label(f"The authenticity of host '{host}' ({node}) can't be established.", id="dialog-title")
+            yield Label(f"{typ} key fingerprint is {fp}.")
+            yield Label("Accept it and save it to known_hosts?")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Accept and save", variant="warning", id="yes")
+                yield Button("Refuse", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, ev: Button.Pressed) -> None:
+        self.dismiss(ev.button.id == "yes")

@@ -1,0 +1,1 @@
+"""The full screens: picker, problems, playbook (step-through with node panes)."""

@@ -1,0 +1,59 @@
+"""Every playbook found, to pick one from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from ...core.playbook.loader import PlaybookEntry
+
+
+class PickerScreen(Screen):
+    """Every playbook found: this folder's playbooks/, the user's config folder, the examples."""
+
+    BINDINGS = [Binding("enter", "open", "Open", priority=True), Binding("q", "app.quit", "Quit")]
+
+    def __init__(self, entries: list[PlaybookEntry]) -> None:
+        super().__init__()
+        self.entries = entries
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Pick a playbook  [dim](enter opens it)[/]", id="picker-title")
+        yield DataTable(cursor_type="row", id="picker")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.app.sub_title = "pick a playbook"
+        t = self.query_one("#picker", DataTable)
+        t.add_columns("playbook", "file", "from", "description")
+        for e in self.entries:
+            desc = Text(e.error, style="red") if e.error else Text(e.description)
+            t.add_row(Text(e.name, style="bold"), _short(e.path), e.origin, desc, key=str(e.path))
+        if not self.entries:
+            self.query_one("#picker-title", Static).update(
+                "No playbooks found. Put one in ./playbooks/ or pass a file: ddptui PLAYBOOK")
+        t.focus()
+
+    def action_open(self) -> None:
+        t = self.query_one("#picker", DataTable)
+        if not self.entries:
+            return
+        self.app.open_playbook(self.entries[t.cursor_row].path)
+
+    @on(DataTable.RowSelected, "#picker")
+    def _selected(self) -> None:
+        self.action_open()
+
+
+def _short(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)

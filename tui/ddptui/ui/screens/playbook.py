@@ -1,0 +1,267 @@
+"""Step through a playbook; each node's output streams into its own pane.
+
+The screen composes the widgets (steps, pane grid, all-nodes log, checks, findings), routes core
+events to them once per frame, and owns the actions; every action calls core in a worker thread.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+
+from ...core import events as E
+from ...core.diagnosis.model import Finding
+from ...core.errors import DdptuiError
+from ...core.fixes import Proposal, propose, write_revision
+from ...core.logs.classify import filter_cycle
+from ...core.playbook.model import Playbook
+from ...core.runbook import Runbook, apply_and_rerun
+from ...core.states import NodeStatus, StepState
+from ..dialogs.fix import FixChoice, FixDialog
+from ..widgets.checks import ChecksTab
+from ..widgets.findings import FindingsTab
+from ..widgets.pane_grid import PaneGrid
+from ..widgets.panes import MergedLog, NodePane, enclosing_pane
+from ..widgets.steps import StepsPanel, StepTable
+from .step_through import StepThroughScreen
+
+
+class PlaybookScreen(StepThroughScreen):
+    """Step through a playbook; each node's output streams into its own pane."""
+
+    BINDINGS = [
+        Binding("f", "fix", "Fix…"),
+        Binding("j", "jump_to_evidence", "Jump to evidence", show=False),
+        Binding("v", "cycle_filter", "Filter"),
+        Binding("o", "open_next_pane", "Open next pane", show=False),
+        Binding("slash", "find", "Find"),
+        Binding("1", "tab('tab-logs')", "Logs", show=False),
+        Binding("2", "tab('tab-checks')", "Checks", show=False),
+        Binding("3", "tab('tab-findings')", "Findings", show=False),
+        Binding("4", "tab('tab-merged')", "All nodes", show=False),
+        Binding("tab", "focus_next", "Focus", show=False),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, playbook: Playbook, runs_dir: Path, factory, start_step: str | None = None,
+                 run_all: bool = False) -> None:
+        super().__init__(playbook, runs_dir, factory)
+        self.start_step = start_step
+        self.run_all_at_start = run_all
+        self.saved_revisions: list[Path] = []
+        self.fixed: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="main"):
+            yield StepsPanel(self.pb, id="left")
+            with TabbedContent(id="right", initial="tab-logs"):
+                yield PaneGrid("Logs", self.pb, id="tab-logs")
+                with TabPane("All nodes", id="tab-merged"):
+                    yield MergedLog(id="merged")
+                yield ChecksTab("Checks", [n.name for n in self.pb.ordered_nodes()], id="tab-checks")
+                yield FindingsTab("Findings", id="tab-findings")
+        yield Input(placeholder="find in the focused pane (enter: next match, escape: close)", id="find")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.app.sub_title = self.pb.name
+        self.query_one("#find", Input).display = False
+        self.query_one(StepTable).focus()
+        self.set_interval(1 / 30, self._drain)
+        self.set_interval(1.0, self._tick)
+        if self.start_step:
+            self.query_one(StepTable).select(self.start_step)
+        if self.run_all_at_start:
+            self.action_run_all()
+
+    # ---- the parts ----------------------------------------------------------------------------------
+    @property
+    def pane_grid(self) -> PaneGrid:
+        return self.query_one(PaneGrid)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.query_one(FindingsTab).findings
+
+    @property
+    def open_pane(self) -> str:
+        return self.pane_grid.open_pane
+
+    def _status(self, text: Text) -> None:
+        self.query_one("#status", Static).update(text)
+
+    def _tick(self) -> None:
+        self.pane_grid.tick()
+
+    # ---- the bridge: core events -> widgets, once per frame --------------------------------
+    def _drain(self) -> None:
+        d = self.bridge.drain()
+        self.pane_grid.write(d.lines, d.counts)
+        if d.merged:
+            self.query_one(MergedLog).append(d.merged)
+        for ev in d.events:
+            self._apply(ev)
+
+    def _apply(self, ev: E.Event) -> None:
+        if isinstance(ev, E.StepChanged):
+            self.query_one(StepsPanel).show_step(ev)
+            self.history.append((ev.step, ev.state))
+            kind = self.runbook.step(ev.step).kind
+            if ev.state is StepState.RUNNING and kind == "check":
+                self.query_one(ChecksTab).matrix.reset()
+                self.action_tab("tab-checks")
+            elif ev.state in (StepState.PASSED, StepState.FAILED) and kind == "check":
+                self.query_one(ChecksTab).matrix.finish()
+                if any(f.severity == "error" and f.active for f in self.findings):
+                    self.action_tab("tab-findings")
+            elif ev.state is StepState.RUNNING and kind.startswith("launch"):
+                self.action_tab("tab-logs")
+        elif isinstance(ev, E.NodeState):
+            grid = self.pane_grid
+            grid.pane(ev.node).set_state(ev.state)
+            if grid.many_nodes and ev.state in (NodeStatus.FAILED, NodeStatus.LOST) and grid.open_pane == self.pb.master:
+                grid.open(ev.node)  # show the first node that went wrong
+            if ev.state.bad:
+                self.notify(f"{ev.node}: {ev.state} — {ev.message}", severity="error", timeout=8)
+        elif isinstance(ev, E.CommandPlanned):
+            self.commands[ev.node] = ev.command
+            pane = self.pane_grid.pane(ev.node)
+            pane.ranks = f"{ev.ranks.start}-{ev.ranks.stop - 1}"
+            pane.write([f"$ {ev.command}"], 0)
+            pane.refresh_header()
+        elif isinstance(ev, E.CheckResult):
+            self.query_one(ChecksTab).matrix.set_result(ev)
+        elif isinstance(ev, E.FindingRaised):
+            self.query_one(FindingsTab).add(ev.finding)
+        elif isinstance(ev, E.RunStarted):
+            self._status(Text(f"run {ev.run_id} → {ev.run_dir}", style="dim"))
+        elif isinstance(ev, E.Notice):
+            self.notify(ev.text, severity="warning" if ev.level != "error" else "error")
+
+    # ---- panes: open, filter, find, jump -------------------------------------------------------------
+    def _focused_pane(self) -> NodePane:
+        return enclosing_pane(self.focused) or self.pane_grid.pane(self.pb.master)
+
+    def action_open_next_pane(self) -> None:
+        self.pane_grid.open_next()
+
+    def action_cycle_filter(self) -> None:
+        """all → NCCL → warnings+errors → each local rank → all, on every pane."""
+        nxt = self.pane_grid.cycle_filter(filter_cycle(max(self.pb.nproc_of(n) for n in self.pb.nodes)))
+        self.notify(f"showing: {nxt}" + ("" if nxt == "all" else " (v for the next filter)"), timeout=3)
+
+    def action_find(self) -> None:
+        box = self.query_one("#find", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#find")
+    def _find_next(self, ev: Input.Submitted) -> None:
+        needle = ev.value
+        if not needle:
+            return
+        found = self.pane_grid.find_next(needle, self._focused_pane())
+        if found is not None:
+            self._status(found)
+
+    def on_key(self, event) -> None:
+        box = self.query_one("#find", Input)
+        if event.key == "escape" and box.display:
+            box.display = False
+            self.pane_grid.end_find()
+            self.query_one(StepTable).focus()
+            event.stop()
+
+    def action_jump_to_evidence(self) -> None:
+        """The selected finding's first line evidence, in its node's pane."""
+        f = self.query_one(FindingsTab).selected()
+        evs = [e for e in (f.evidence if f else []) if e.line]
+        if not evs:
+            self.notify("this finding has no log line to jump to")
+            return
+        e = evs[0]
+        if not self.pane_grid.has_pane(e.node):
+            self.notify(f"{e.node} has no pane here", severity="warning")
+            return
+        self.action_tab("tab-logs")
+        pane, hit = self.pane_grid.reveal(e.node, e.text)
+        if hit is None:
+            where = self.runbook.log_path(pane.node) or "the run's log"
+            self.notify(f"line {e.line} is no longer in the pane; it is in {where}", timeout=8)
+        else:
+            pane.log.focus()
+            self._status(Text(f"{pane.node}: line {e.line} of its log"))
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    # ---- fixes: preview, save, apply and relaunch ----------------------------------------------------
+    def action_fix(self) -> None:
+        f = self.query_one(FindingsTab).selected()
+        if f is None:
+            self.notify("no findings to fix")
+            return
+        if not f.fixable:
+            self.notify(f"{f.id}: {f.fix.explain if f.fix else 'no fix known'}", timeout=10)
+            return
+        try:
+            proposal = propose(self.pb, f)
+        except (DdptuiError, KeyError, ValueError) as e:  # no file, or YAML it cannot edit: change nothing
+            self.notify(f"cannot apply the fix to the playbook: {e}", severity="error")
+            return
+
+        def answered(choice: FixChoice | None) -> None:
+            if choice is FixChoice.SAVE_ONLY:
+                self._save_fixed(proposal)
+            elif choice is FixChoice.APPLY_AND_RELAUNCH:
+                if self.busy.is_set() and not self.runbook.job_running:
+                    self.notify("a step is running; wait for it first", severity="warning")
+                    return
+                self._apply_and_relaunch(proposal)
+
+        self.app.push_screen(FixDialog(f, proposal.diff, self.pb.path), answered)
+
+    @work(thread=True, group="save", exit_on_error=False)
+    def _save_fixed(self, proposal: Proposal) -> None:
+        path = write_revision(proposal)  # file I/O: off the UI thread
+        self.saved_revisions.append(path)
+        self.app.call_from_thread(self.notify, f"saved {path} (the original is kept)", timeout=8)
+
+    @work(thread=True, group="fix", exit_on_error=False)
+    def _apply_and_relaunch(self, proposal: Proposal) -> None:
+        """One core call: stop the job everywhere, write the revision, run it again in order, judge it."""
+        ids = ", ".join(dict.fromkeys(proposal.ids))
+        self.app.call_from_thread(self.notify, f"applying the fix for {ids}: stopping the job on every node…")
+        self.busy.set()
+        try:
+            out = apply_and_rerun(self.runbook, proposal,
+                                  switched=lambda rb: self.app.call_from_thread(self._switch_runbook, rb, ids))
+        finally:
+            self.busy.clear()
+        self.saved_revisions.append(out.revision)
+        self.app.call_from_thread(self._after_work)
+        if out.resolved:
+            self.fixed.extend(dict.fromkeys(proposal.ids))
+            self.app.call_from_thread(self.notify, f"{ids} is gone: the relaunched run ({out.revision.name}) is "
+                                                   "healthy", timeout=10)
+        else:
+            self.app.call_from_thread(self.notify, f"the relaunched run ({out.revision.name}) did not pass; see its "
+                                                   "findings", severity="warning", timeout=10)
+
+    def _switch_runbook(self, rb: Runbook, ids: str) -> None:
+        self._drain()  # the old run's last events first
+        self.runbook = rb
+        self.pb = rb.pb
+        self.query_one(StepsPanel).show_playbook(rb.pb)
+        self.pane_grid.reset()
+        self.query_one(MergedLog).clear()
+        self.query_one(FindingsTab).clear(f"{ids}: fix applied, relaunching…")
+        self.action_tab("tab-logs")

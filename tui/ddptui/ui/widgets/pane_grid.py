@@ -1,0 +1,126 @@
+"""The Logs tab: one pane per node, with the filter, find and open-pane state they share."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Grid, VerticalScroll
+from textual.widgets import TabPane
+
+from ...core.states import NodeStatus
+from ...core.playbook.model import Playbook
+from .panes import PANE_MAX_LINES, NodePane
+
+GRID_MAX_NODES = 4  # more nodes than this: a list of one-line headers with one open pane
+
+
+class PaneGrid(TabPane):
+    """Up to four nodes in a grid; more as a list of collapsed panes with one open (`open_next`)."""
+
+    def __init__(self, title: str, playbook: Playbook, **kw) -> None:
+        super().__init__(title, **kw)
+        self.master = playbook.master
+        self.roles = {n.name: "master" if n.name == playbook.master else "worker" for n in playbook.ordered_nodes()}
+        self.open_pane = playbook.master
+        self.filter = "all"
+        self._find_pane: NodePane | None = None
+        self._find_at = -1
+
+    def compose(self) -> ComposeResult:
+        panes = VerticalScroll(id="panes") if self.many_nodes else Grid(id="panes")
+        with panes:
+            for node, role in self.roles.items():
+                yield NodePane(node, role, PANE_MAX_LINES, id=f"pane-{css_id(node)}")
+
+    def on_mount(self) -> None:
+        if self.many_nodes:
+            self.open(self.master)
+        else:
+            self.query_one(Grid).styles.grid_size_columns = 1 if len(self.roles) == 1 else 2
+
+    @property
+    def many_nodes(self) -> bool:
+        return len(self.roles) > GRID_MAX_NODES
+
+    @property
+    def panes(self) -> list[NodePane]:
+        return list(self.query(NodePane))
+
+    def pane(self, node: str) -> NodePane:
+        return self.query_one(f"#pane-{css_id(node)}", NodePane)
+
+    def has_pane(self, node: str) -> bool:
+        return node in self.roles
+
+    # ---- lines and states -----------------------------------------------------------------------
+    def write(self, lines: dict[str, list[str]], counts: dict[str, int]) -> None:
+        """One frame's lines, per node (already trimmed to what a pane holds)."""
+        for node, batch in lines.items():
+            self.pane(node).write(batch, counts[node])
+        for node in lines:
+            self.pane(node).refresh_header()
+
+    def tick(self) -> None:
+        """Running panes' elapsed time."""
+        for pane in self.panes:
+            if pane.state == NodeStatus.RUNNING:
+                pane.refresh_header()
+
+    def reset(self) -> None:
+        """A new run: every pane empty and pending."""
+        for pane in self.panes:
+            pane.log.clear()
+            pane.buffer.clear()
+            pane.total_lines = 0
+            pane.set_state(NodeStatus.PENDING)
+
+    # ---- which pane is open (many nodes) ------------------------------------------------------
+    def open(self, node: str) -> None:
+        for p in self.panes:
+            p.set_class(p.node != node, "-collapsed")
+        self.open_pane = node
+
+    def open_next(self) -> None:
+        if not self.many_nodes:
+            return
+        names = list(self.roles)
+        self.open(names[(names.index(self.open_pane) + 1) % len(names)])
+
+    # ---- filters and find ---------------------------------------------------------------------------
+    def cycle_filter(self, order: list[str]) -> str:
+        """The filter after the current one in `order`, applied to every pane; returns it."""
+        panes = self.panes
+        current = panes[0].filter if panes else "all"
+        nxt = order[(order.index(current) + 1) % len(order)] if current in order else "all"
+        for p in panes:
+            p.set_filter(nxt)
+        self.filter = nxt
+        return nxt
+
+    def find_next(self, needle: str, start: NodePane) -> Text | None:
+        """Scroll to the next line with `needle` in the pane being searched (`start` when a search
+        begins); what to show in the status line, or None (and a notification) when there is none."""
+        pane = self._find_pane or start
+        self._find_pane = pane
+        hit = pane.find(needle, self._find_at)
+        if hit is None:
+            self.notify(f"{needle!r} is not in {pane.node}'s pane", severity="warning")
+            return None
+        self._find_at = hit
+        return Text(f"{pane.node}: line {hit + 1} of the pane has {needle!r}")
+
+    def reveal(self, node: str, text: str) -> tuple[NodePane, int | None]:
+        """Show the line with `text` in `node`'s pane, unfiltered and open; its index there, or None."""
+        pane = self.pane(node)
+        if pane.filter != "all":
+            pane.set_filter("all")
+        if self.many_nodes:
+            self.open(node)
+        return pane, pane.find(text)
+
+    def end_find(self) -> None:
+        self._find_pane, self._find_at = None, -1
+
+
+def css_id(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)

@@ -1,0 +1,158 @@
+"""A node's pane (header over its log), and the all-nodes log, both coloured by line severity."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+from rich.highlighter import Highlighter
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widget import Widget
+from textual.widgets import Log, Static
+
+from ...core.states import NodeStatus
+from ...core.logs.classify import line_kind, line_matches
+
+PANE_MAX_LINES = 5000  # lines a pane (and the all-nodes log) keeps; the full log is on disk
+
+NODE_STYLE = {
+    NodeStatus.PENDING: "dim", NodeStatus.CONNECTING: "yellow", NodeStatus.CONNECTED: "cyan",
+    NodeStatus.UNREACHABLE: "bold red", NodeStatus.LAUNCHING: "yellow", NodeStatus.RUNNING: "bold yellow",
+    NodeStatus.EXITED: "bold green", NodeStatus.FAILED: "bold red", NodeStatus.LOST: "bold magenta",
+    NodeStatus.STOPPED: "dim", NodeStatus.DETACHED: "bold cyan",
+}
+
+KIND_STYLE = {"warn": "yellow", "error": "bold red", "result": "bold green", "command": "cyan", "info": "dim"}
+
+
+class SeverityHighlighter(Highlighter):
+    """Whole-line colours by severity: NCCL WARN and warnings, errors and tracebacks, results.
+
+    Applied by Log only to the lines on screen, so a flood costs nothing here."""
+
+    def highlight(self, text: Text) -> None:
+        style = KIND_STYLE.get(line_kind(text.plain))
+        if style:
+            text.stylize(style)
+
+
+class NodePane(Vertical):
+    """One node: a header (name, role, ranks, state, elapsed) over its log.
+
+    The log keeps at most `max_lines`; the full log is on disk in the run directory. It follows
+    the tail only while the user is at the bottom.
+    """
+
+    DEFAULT_CSS = """
+    NodePane { border: round $panel-lighten-2; height: 1fr; min-height: 6; }
+    NodePane:focus-within { border: round $accent; }
+    NodePane > .pane-header { height: 1; padding: 0 1; background: $panel; }
+    NodePane > Log { height: 1fr; }
+    NodePane.-collapsed { height: 3; min-height: 3; }
+    NodePane.-collapsed > Log { display: none; }
+    """
+
+    def __init__(self, node: str, role: str, max_lines: int, **kw) -> None:
+        super().__init__(**kw)
+        self.node = node
+        self.role = role
+        self.ranks = ""
+        self.state = NodeStatus.PENDING
+        self.started: float | None = None
+        self.ended: float | None = None
+        self.max_lines = max_lines
+        self.total_lines = 0
+        self.filter = "all"
+        # the pane's bounded store: what a filter is applied to (the full log is on disk)
+        self.buffer: collections.deque[str] = collections.deque(maxlen=max_lines)
+        self.border_title = node
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._header(), classes="pane-header")
+        log = Log(max_lines=self.max_lines, auto_scroll=True, highlight=True)
+        log.highlighter = SeverityHighlighter()
+        yield log
+
+    @property
+    def log(self) -> Log:
+        return self.query_one(Log)
+
+    def _header(self) -> Text:
+        parts: list[tuple[str, str]] = [(self.node, "bold"), (self.role, "cyan" if self.role == "master" else "")]
+        if self.ranks:
+            parts.append((f"ranks {self.ranks}", ""))
+        parts.append((self.state, NODE_STYLE.get(self.state, "")))
+        if self.started:
+            parts.append((f"{(self.ended or time.time()) - self.started:.1f}s", "dim"))
+        parts.append((f"{self.total_lines} lines", "dim"))
+        t = Text()
+        for i, (text, style) in enumerate(parts):
+            if i:
+                t.append(" · ", style="dim")
+            t.append(text, style=style)
+        return t
+
+    def refresh_header(self) -> None:
+        self.query_one(".pane-header", Static).update(self._header())
+
+    def set_state(self, state: str) -> None:
+        self.state = state
+        if state == NodeStatus.RUNNING and self.started is None:
+            self.started = time.time()
+            self.ended = None
+        if state in (NodeStatus.EXITED, NodeStatus.FAILED, NodeStatus.LOST, NodeStatus.STOPPED):
+            self.ended = time.time()
+        if state == "launching":
+            self.started, self.ended = None, None
+        self.refresh_header()
+
+    def write(self, lines: list[str], received: int) -> None:
+        self.buffer.extend(lines)
+        self.total_lines += received
+        if self.filter != "all":
+            lines = [x for x in lines if line_matches(x, self.filter)]
+            if not lines:
+                return
+        log = self.log
+        at_bottom = log.scroll_offset.y >= log.max_scroll_y - 1
+        log.write_lines(lines, scroll_end=at_bottom)
+
+    def set_filter(self, flt: str) -> None:
+        """Show only the lines that match, from what the pane holds; new lines are filtered too."""
+        self.filter = flt
+        log = self.log
+        log.clear()
+        log.write_lines([x for x in self.buffer if line_matches(x, flt)], scroll_end=True)
+        self.border_subtitle = "" if flt == "all" else f"filter: {flt}"
+
+    def find(self, needle: str, after: int = -1) -> int | None:
+        """Scroll to the next line (after `after`) that contains `needle`; its index, or None."""
+        lines = self.log.lines
+        for i in list(range(after + 1, len(lines))) + list(range(0, after + 1)):
+            if needle in lines[i]:
+                self.log.scroll_to(y=max(0, i - 2), animate=False)
+                return i
+        return None
+
+
+class MergedLog(Log):
+    """Every node's lines as `node │ line`, in arrival order, coloured like the panes."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(max_lines=PANE_MAX_LINES, highlight=True, **kw)
+        self.highlighter = SeverityHighlighter()
+
+    def append(self, lines: list[str]) -> None:
+        """Add lines, following the tail only while the user is at the bottom."""
+        self.write_lines(lines, scroll_end=self.scroll_offset.y >= self.max_scroll_y - 1)
+
+
+def enclosing_pane(widget: Widget | None) -> NodePane | None:
+    """The pane a widget (the focused one, say) is in, if any."""
+    while widget is not None:
+        if isinstance(widget, NodePane):
+            return widget
+        widget = widget.parent
+    return None

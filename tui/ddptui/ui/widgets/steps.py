@@ -1,0 +1,99 @@
+"""The left column: the playbook's title, its steps with their state, and the last step's message."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from ...core.states import StepState
+from ...core import events as E
+from ...core.playbook.model import Playbook
+
+STATE_STYLE = {
+    StepState.PENDING: ("○", "dim"), StepState.RUNNING: ("▶", "bold yellow"), StepState.PASSED: ("✓", "bold green"),
+    StepState.FAILED: ("✗", "bold red"), StepState.SKIPPED: ("·", "dim italic"),
+}
+
+
+class StepTable(DataTable):
+    """The playbook's steps with their state; the cursor row is the selected step."""
+
+    DEFAULT_CSS = """
+    StepTable { height: auto; max-height: 60%; }
+    """
+
+    def __init__(self, steps, **kw) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kw)
+        self._steps = steps
+
+    def on_mount(self) -> None:
+        self.add_column(" ", key="icon", width=2)
+        self.add_column("step", key="step")
+        self.add_column("state", key="state", width=8)
+        self.add_column("", key="message")
+        for s in self._steps:
+            icon, style = STATE_STYLE[StepState.PENDING]
+            self.add_row(Text(icon, style=style), s.id, Text(StepState.PENDING, style=style), Text(s.title, style="dim"),
+                         key=s.id)
+
+    def set_state(self, step_id: str, state: str, message: str = "") -> None:
+        icon, style = STATE_STYLE.get(state, ("?", ""))
+        self.update_cell(step_id, "icon", Text(icon, style=style))
+        self.update_cell(step_id, "state", Text(state, style=style))
+        if message:
+            first = message.splitlines()[0]
+            self.update_cell(step_id, "message", Text(first, style="red" if state == StepState.FAILED else ""))
+
+    @property
+    def selected(self) -> str | None:
+        if not self._steps or self.cursor_row < 0:
+            return None
+        return self._steps[min(self.cursor_row, len(self._steps) - 1)].id
+
+    def select(self, step_id: str) -> None:
+        for i, s in enumerate(self._steps):
+            if s.id == step_id:
+                self.move_cursor(row=i)
+
+
+class StepsPanel(Vertical):
+    """The playbook's name and shape, its steps, and what the last step said."""
+
+    def __init__(self, playbook: Playbook, **kw) -> None:
+        super().__init__(**kw)
+        self.pb = playbook
+
+    def compose(self) -> ComposeResult:
+        yield Static(playbook_title(self.pb), id="pb-title")
+        yield StepTable(self.pb.steps, id="steps")
+        yield Static("", id="step-detail")
+
+    @property
+    def table(self) -> StepTable:
+        return self.query_one(StepTable)
+
+    def show_playbook(self, pb: Playbook) -> None:
+        """A new revision of the playbook (same steps): its title, every step pending again."""
+        self.pb = pb
+        for st in pb.steps:
+            self.table.set_state(st.id, StepState.PENDING, st.title)
+        self.query_one("#pb-title", Static).update(playbook_title(pb))
+
+    def show_step(self, ev: E.StepChanged) -> None:
+        self.table.set_state(ev.step, ev.state, ev.message)
+        detail = self.query_one("#step-detail", Static)
+        if ev.state == StepState.FAILED:
+            detail.update(Text(f"{ev.step} failed:\n{ev.message}", style="red"))
+        elif ev.state in (StepState.PASSED, StepState.RUNNING):
+            detail.update(Text(f"{ev.step}: {ev.message}"))
+
+
+def playbook_title(pb: Playbook) -> Text:
+    t = Text.assemble((pb.name, "bold"), "  ", (pb.description, "dim"))
+    if pb.path is not None and ".rev" in pb.path.name:
+        t.append(f"  [{pb.path.name}]", style="yellow")
+    t.append(f"\n{len(pb.nodes)} node{'s' if len(pb.nodes) != 1 else ''} · master {pb.master} · "
+             f"{pb.job.nproc_per_node} proc/node · {pb.job.backend} · {pb.job.script}", style="dim")
+    return t
