@@ -236,7 +236,7 @@ def read_members(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
                 raise BundleError(f"member {missing[0]!r} is listed in the manifest but absent (truncated?)")
             return man, members
     except zipfile.BadZipFile as e:
-        raise BundleError(f"not a ddptui bundle: not a zip file, or a truncated one ({e})") from None
+        raise BundleError(f"not a ddptui bundle: not a zip file, or a truncated or corrupt one ({e})") from None
     except (zlib.error, EOFError, NotImplementedError, RuntimeError, OSError) as e:
         raise BundleError(f"the file is corrupt or truncated ({type(e).__name__}: {e})") from None
 
