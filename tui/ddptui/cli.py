@@ -15,9 +15,10 @@ import threading
 from pathlib import Path
 
 from . import __version__
+from .cli_bundle import bundle_parsers, cmd_bundle, cmd_diagnose_bundle, cmd_diff, cmd_report
 from .core.errors import DdptuiError, PlaybookError, UsageError
 
-SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix")
+SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix", "bundle", "report", "diff")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -63,9 +64,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     r.add_argument("--from", dest="from_step", metavar="STEP", help="start at this step id")
     r.add_argument("--json", action="store_true", help="one JSON event per line")
     _common(r)
-    d = cmds.add_parser("diagnose", help="offline diagnosis of saved logs or a run directory")
+    d = cmds.add_parser("diagnose", help="offline diagnosis of saved logs, a run directory or a bundle")
     d.add_argument("files", nargs="+", type=Path, metavar="FILE",
-                   help="node logs (one per node of one job), or a run directory")
+                   help="node logs (one per node of one job), a run directory, or a .ddpt bundle")
     d.add_argument("--json", action="store_true", help='print {"findings": [...]}')
     d.add_argument("--nnodes", type=int, help="the job's node count, if the logs do not come from a run directory")
     _common(d)
@@ -74,6 +75,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     f.add_argument("--id", metavar="ID", help="only this diagnosis id (e.g. bad-socket-ifname)")
     f.add_argument("--apply", action="store_true", help="write the fixed playbook as PLAYBOOK.revN.yaml, print its path")
     _common(f)
+    bundle_parsers(cmds, _common)
     return top, sub
 
 
@@ -83,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             args = sub.parse_args(argv)
-            return {"validate": cmd_validate, "check": cmd_check, "run": cmd_run,
-                    "diagnose": cmd_diagnose, "fix": cmd_fix}[args.command](args)
+            return {"validate": cmd_validate, "check": cmd_check, "run": cmd_run, "diagnose": cmd_diagnose,
+                    "fix": cmd_fix, "bundle": cmd_bundle, "report": cmd_report, "diff": cmd_diff}[args.command](args)
         args = top.parse_args(argv)
         return cmd_tui(args)
     except PlaybookError as e:
@@ -342,8 +344,11 @@ def _revision_name(path: Path) -> str:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    from .core.bundle.read import is_bundle_path
     from .core.diagnosis.offline import DiagnoseInputError, diagnose_paths
 
+    if any(not p.is_dir() and is_bundle_path(p) for p in args.files):
+        return cmd_diagnose_bundle(args)
     try:
         findings = diagnose_paths(args.files, nnodes=args.nnodes)
     except DiagnoseInputError as e:

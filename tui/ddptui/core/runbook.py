@@ -266,8 +266,14 @@ class Runbook:
         self.wait_idle(60)  # the stopped job's watch step returns once its processes are gone
         path = write_revision(proposal)
         new = Runbook(load_playbook(path), self._sink, self._runs_dir, self._factory)
-        new._ensure_run_dir()
-        new.emit(PlaybookRevised(str(path), ",".join(proposal.ids), proposal.diff))
+        rd = new._ensure_run_dir()
+        history = rd.path / "revisions"  # the playbooks this one was made from, oldest first
+        history.mkdir(mode=0o700, exist_ok=True)
+        if self.run_dir is not None and (self.run_dir.path / "revisions").is_dir():
+            for old in sorted((self.run_dir.path / "revisions").glob("*.yaml")):
+                (history / old.name).write_text(old.read_text(encoding="utf-8"), encoding="utf-8")
+        (history / Path(self.pb.path or "playbook.yaml").name).write_text(self.pb.source, encoding="utf-8")
+        new.emit(PlaybookRevised(str(path), ",".join(dict.fromkeys(proposal.ids)), proposal.diff))
         return new
 
     def summary(self) -> dict:

@@ -1,4 +1,8 @@
-"""The run directory: playbook as run, one log per node written as lines arrive, events, summary."""
+"""The run directory: playbook as run, one log per node written as lines arrive, events, summary.
+
+Beside each `<node>.log`, `<node>.times` records when its lines arrived: one `first count t` row per
+batch (1-based first line, how many lines, Unix time), so a bundle can replay the run at its pace.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=False)
         (self.path / "playbook.yaml").write_text(playbook_text, encoding="utf-8")
         self._logs: dict[str, IO[str]] = {}
+        self._times: dict[str, IO[str]] = {}
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
@@ -36,16 +41,23 @@ class RunDir:
     def log_path(self, node: str) -> Path:
         return self.path / f"{safe_name(node)}.log"
 
+    def times_path(self, node: str) -> Path:
+        return self.path / f"{safe_name(node)}.times"
+
     def append(self, node: str, lines: list[str]) -> int:
         """Write lines to the node's log now; return the 1-based number of the first one."""
         with self._lock:
             f = self._logs.get(node)
             if f is None:
                 f = self._logs[node] = open(self.log_path(node), "a", encoding="utf-8")
+                self._times[node] = open(self.times_path(node), "a", encoding="utf-8")
                 self._counts[node] = 0
             first = self._counts[node] + 1
             f.write("".join(line + "\n" for line in lines))
             f.flush()
+            if lines:
+                self._times[node].write(f"{first} {len(lines)} {time.time():.3f}\n")
+                self._times[node].flush()
             self._counts[node] += len(lines)
             return first
 
@@ -68,6 +80,6 @@ class RunDir:
 
     def close(self) -> None:
         with self._lock:
-            for f in self._logs.values():
+            for f in (*self._logs.values(), *self._times.values()):
                 f.close()
             self._events.close()

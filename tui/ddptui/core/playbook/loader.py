@@ -30,7 +30,7 @@ from .model import (
     Step,
 )
 
-TOP_KEYS = ("name", "description", "nodes", "master", "transport", "job", "steps", "ssh")
+TOP_KEYS = ("name", "description", "nodes", "master", "transport", "job", "steps", "ssh", "redact")
 JOB_KEYS = (
     "script", "args", "nproc_per_node", "master_port", "rendezvous", "backend", "workdir",
     "python", "env", "rdzv_id", "rdzv_timeout", "rdzv_read_timeout", "master_wait_timeout",
@@ -408,13 +408,32 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
         Step(id=i, kind=k, title=t) for i, k, t in DEFAULT_STEPS)
     if job is not None:
         _check_script(ctx, job, job_keys, base, nodes)
+    redact = _redact(ctx, top["redact"][1]) if "redact" in top else ()
     if ctx.problems:
         ctx.problems.sort(key=lambda p: (p.line, p.col))
         raise PlaybookError(path, ctx.problems)
     assert name is not None and job is not None
     return Playbook(name=name, description=description, nodes=tuple(nodes),
                     master=master or nodes[0].name, job=job, steps=steps, ssh=ssh,
-                    path=Path(path) if path != "<playbook>" else None, source=text)
+                    path=Path(path) if path != "<playbook>" else None, source=text, redact=redact)
+
+
+def _redact(ctx: _Ctx, node: Node) -> tuple[str, ...]:
+    """`redact: [NAME, ...]`: env names whose values are hidden wherever a run is handed on."""
+    if not isinstance(node, SequenceNode):
+        ctx.add(node, f"redact must be a list of environment variable names, not {_kind(node)}",
+                f"write it as [{node.value}]" if isinstance(node, ScalarNode) and node.value else "")
+        return ()
+    out: list[str] = []
+    for item in node.value:
+        val = ctx.value(item) if isinstance(item, ScalarNode) else None
+        if not isinstance(val, str) or not ENV_NAME.match(val):
+            shown = repr(val) if isinstance(item, ScalarNode) else _kind(item)
+            ctx.add(item, f"{shown} in redact is not an environment variable name",
+                    "names are letters, digits and _, not starting with a digit")
+        elif val not in out:
+            out.append(val)
+    return tuple(out)
 
 
 def load_playbook(path: str | Path) -> Playbook:

@@ -84,6 +84,7 @@ class Playbook:
     ssh: SSHOptions = field(default_factory=SSHOptions)
     path: Path | None = None
     source: str = ""  # the YAML text as loaded (recorded in each run)
+    redact: tuple[str, ...] = ()  # env names whose values never leave the run (bundles, reports)
 
     @property
     def master_node(self) -> NodeSpec:

@@ -1,0 +1,162 @@
+"""Hostile or broken bundles: one clear line on stderr, exit 2, no traceback, nothing written anywhere."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ddptui.core.bundle import BundleError, open_bundle
+from ddptui.core.bundle.pack import pack
+from tests.bundle.conftest import ddptui, fake_run
+
+
+def manifest(members: dict[str, bytes], **over) -> bytes:
+    m = {"format": "ddptui-bundle", "format_version": 1, "nodes": ["node02"],
+         "members": {n: {"size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in members.items()},
+         "logs": {"node02": {"member": "logs/node02.log", "kept_head": 1, "elided": 0}}}
+    m.update(over)
+    return json.dumps(m).encode()
+
+
+def write(path: Path, members: dict[str, bytes], man: bytes | None = None, infos: dict | None = None) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("manifest.json", man if man is not None else manifest(members))
+        for name, data in members.items():
+            zf.writestr((infos or {}).get(name, name), data)
+    return path
+
+
+GOOD = {"logs/node02.log": b"hello\n", "summary.json": b"{}"}
+
+
+def _not_zip(d: Path) -> Path:
+    (d / "b.ddpt").write_text("just text, not a zip\n")
+    return d / "b.ddpt"
+
+
+def _truncated(d: Path) -> Path:
+    p = write(d / "b.ddpt", GOOD)
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+    return p
+
+
+def _corrupt(d: Path) -> Path:
+    import random
+
+    rnd = random.Random(2)
+    body = bytes(rnd.randrange(256) for _ in range(8192))
+    p = write(d / "b.ddpt", {"logs/node02.log": body})
+    data = bytearray(p.read_bytes())
+    i = data.index(b"logs/node02.log") + 200  # inside the member's compressed bytes
+    data[i:i + 64] = bytes(64)
+    p.write_bytes(bytes(data))
+    return p
+
+
+def _bomb(d: Path) -> Path:
+    big = b"\0" * (300 * 1024 * 1024)
+    return write(d / "b.ddpt", {"logs/node02.log": big}, manifest({"logs/node02.log": b"x"}))
+
+
+def _dotdot(d: Path) -> Path:
+    return write(d / "b.ddpt", {"../../evil.txt": b"pwned"})
+
+
+def _absolute(d: Path) -> Path:
+    return write(d / "b.ddpt", {"/tmp/ddptui-evil-abs.txt": b"pwned"})
+
+
+def _symlink(d: Path) -> Path:
+    p = d / "b.ddpt"
+    with zipfile.ZipFile(p, "w") as zf:
+        zf.writestr("manifest.json", manifest({"logs/node02.log": b"/root/.ssh/id_rsa"}))
+        zi = zipfile.ZipInfo("logs/node02.log")
+        zi.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(zi, "/root/.ssh/id_rsa")
+    return p
+
+
+def _larger_than_manifest(d: Path) -> Path:
+    real = b"hello\n" * 1000
+    return write(d / "b.ddpt", {"logs/node02.log": real}, manifest({"logs/node02.log": b"hello\n"}))
+
+
+def _future(d: Path) -> Path:
+    return write(d / "b.ddpt", GOOD, manifest(GOOD, format_version=99))
+
+
+def _wrong_version(d: Path) -> Path:
+    return write(d / "b.ddpt", GOOD, manifest(GOOD, format_version="one"))
+
+
+def _no_manifest(d: Path) -> Path:
+    p = d / "b.ddpt"
+    with zipfile.ZipFile(p, "w") as zf:
+        zf.writestr("logs/node02.log", "x")
+    return p
+
+
+def _sha_mismatch(d: Path) -> Path:
+    return write(d / "b.ddpt", {"logs/node02.log": b"HELLO\n"}, manifest({"logs/node02.log": b"hello\n"}))
+
+
+def _unlisted(d: Path) -> Path:
+    return write(d / "b.ddpt", {**GOOD, "extra.bin": b"x"}, manifest(GOOD))
+
+
+CASES = {
+    "not-a-zip": (_not_zip, "not a zip file"),
+    "truncated": (_truncated, "truncated"),
+    "corrupt": (_corrupt, "corrupt"),
+    "zip-bomb": (_bomb, "zip bomb"),
+    "dotdot-path": (_dotdot, "unsafe path"),
+    "absolute-path": (_absolute, "unsafe path"),
+    "symlink-member": (_symlink, "symbolic link"),
+    "member-larger-than-manifest": (_larger_than_manifest, "larger than the manifest says"),
+    "future-version": (_future, "newer than this ddptui reads"),
+    "wrong-version": (_wrong_version, "unknown bundle format version"),
+    "no-manifest": (_no_manifest, "no manifest.json"),
+    "sha256-mismatch": (_sha_mismatch, "sha256"),
+    "unlisted-member": (_unlisted, "not listed in the manifest"),
+}
+
+
+@pytest.mark.parametrize("kind", list(CASES))
+@pytest.mark.parametrize("command", ["report", "diagnose", "diff"])
+def test_hostile_bundle_is_refused_in_one_line(kind: str, command: str, tmp_path: Path) -> None:
+    make, words = CASES[kind]
+    d = tmp_path / "in"
+    d.mkdir()
+    p = make(d)
+    cwd, tmp, home = tmp_path / "cwd", tmp_path / "tmp", tmp_path / "home"
+    for x in (cwd, tmp, home):
+        x.mkdir()
+    args = [command, str(p)] + ([str(p)] if command == "diff" else [])
+    r = ddptui(*args, cwd=cwd, TMPDIR=str(tmp), HOME=str(home))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and str(p) in err[0], r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert list(cwd.iterdir()) == list(tmp.iterdir()) == list(home.iterdir()) == []
+    assert sorted(x.name for x in d.iterdir()) == ["b.ddpt"]
+    assert not (tmp_path / "evil.txt").exists() and not Path("/tmp/ddptui-evil-abs.txt").exists()
+
+
+def test_the_reader_raises_bundle_error_for_each_kind(tmp_path: Path) -> None:
+    for kind, (make, words) in CASES.items():
+        d = tmp_path / kind
+        d.mkdir()
+        with pytest.raises(BundleError, match=words):
+            open_bundle(make(d))
+
+
+def test_a_good_bundle_still_opens_and_unknown_members_are_never_unpacked(tmp_path: Path) -> None:
+    run = fake_run(tmp_path / "run", {"node02": "hello\n"})
+    b = open_bundle(pack(run, tmp_path / "ok.ddpt").path)
+    assert b.lines("node02") == ["hello"] and b.name == "fake"

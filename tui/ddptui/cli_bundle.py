@@ -1,0 +1,128 @@
+"""The hand-off file's commands: `bundle`, `report`, `diff`, and `diagnose` on a bundle.
+
+Bad input (a file that is not a bundle, a hostile one) is a UsageError: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .core.errors import UsageError
+
+EXIT_OK, EXIT_FAIL = 0, 1
+
+
+def bundle_parsers(cmds, common) -> None:
+    """The `bundle`, `report` and `diff` subcommands; `common` adds the flags every subcommand takes."""
+    b = cmds.add_parser("bundle", help="pack a finished run into one hand-off file (.ddpt), secrets redacted")
+    b.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    b.add_argument("-o", "--output", type=Path, metavar="FILE", help="where to write it (default: RUN_DIR.ddpt)")
+    b.add_argument("--max-size", type=_size, default=None, metavar="SIZE",
+                   help="refuse to write a bigger file; node logs are cut (head and tail kept) to fit "
+                        "(default 25MB, GitHub's attachment limit; e.g. 10MB, 500KB)")
+    b.add_argument("--redact", action="append", default=[], metavar="NAME",
+                   help="also hide this env variable's value everywhere (repeatable), beside the playbook's redact:")
+    b.add_argument("--json", action="store_true", help="print the manifest")
+    common(b)
+    r = cmds.add_parser("report", help="Markdown for a GitHub issue, from a bundle or a run directory")
+    r.add_argument("source", type=Path, metavar="BUNDLE|RUN_DIR")
+    common(r)
+    d = cmds.add_parser("diff", help="two runs or bundles side by side: env, facts, transports, findings, exits")
+    d.add_argument("a", type=Path, metavar="A")
+    d.add_argument("b", type=Path, metavar="B")
+    d.add_argument("--json", action="store_true", help="print one JSON object")
+    common(d)
+
+
+def _size(text: str) -> int:
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)(i?b?)\s*", text, re.I)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (write e.g. 25MB, 500KB or 1000000)")
+    unit = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[m.group(2).lower()]
+    n = int(float(m.group(1)) * unit)
+    if n <= 0:
+        raise argparse.ArgumentTypeError("the size must be greater than 0")
+    return n
+
+
+def _open(path: Path):
+    """A bundle or a run directory (redacted like a bundle); neither is bad input (exit 2, one line)."""
+    from .core.bundle import BundleError, open_any
+    from .core.bundle.scrub import scrubbed
+
+    try:
+        return scrubbed(open_any(path))
+    except BundleError as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_diagnose_bundle(args: argparse.Namespace) -> int:
+    from .core.bundle.rediagnose import rediagnose
+
+    if len(args.files) != 1:
+        raise UsageError("diagnose: give one bundle (a .ddpt file) at a time")
+    b = _open(args.files[0])
+    findings, new = rediagnose(b)
+    if args.json:
+        print(json.dumps({"findings": [{**f.to_json(), "new": f.id in new} for f in findings],
+                          "stored": [f.get("id") for f in b.findings]}, indent=2))
+    else:
+        print(f"{args.files[0]}: today's rules on {b.name} ({len(b.nodes)} nodes); "
+              f"{len(b.findings)} finding(s) stored in the bundle")
+        if not findings:
+            print("no findings: nothing in these logs matches a known failure")
+        for f in findings:
+            tag = "NEW " if f.id in new else ""
+            print(f"{tag}{f.severity.upper():7} {f.id} [{f.state}] — {f.summary}")
+            for e in f.evidence[:6]:
+                print(f"          {e.node}:{e.line}: {e.text[:200]}")
+    return EXIT_FAIL if any(f.severity == "error" and f.state == "active" for f in findings) else EXIT_OK
+
+
+def cmd_bundle(args: argparse.Namespace) -> int:
+    from .core.bundle import DEFAULT_MAX_SIZE, BundleError
+    from .core.bundle.pack import pack
+
+    if not args.run_dir.is_dir():
+        raise UsageError(f"{args.run_dir}: no such run directory")
+    try:
+        r = pack(args.run_dir, args.output, max_size=args.max_size or DEFAULT_MAX_SIZE, redact=tuple(args.redact))
+    except BundleError as e:
+        raise UsageError(str(e)) from None
+    except OSError as e:
+        raise UsageError(f"{args.output or args.run_dir}: cannot write: {e.strerror}") from None
+    m = r.manifest
+    if args.json:
+        print(json.dumps(m, indent=2))
+        return EXIT_OK
+    red = m["redaction"]
+    cut = {n: i["elided"] for n, i in m["logs"].items() if i["elided"]}
+    print(f"{r.path}: {r.size / 1e6:.2f} MB (cap {m['max_size'] / 1e6:.1f} MB), {len(m['nodes'])} node(s), "
+          f"{len(m['members'])} members")
+    print(f"redacted: {red['replaced']} value(s)" + (f" of {', '.join(red['names'])}" if red["names"] else "")
+          + (f" — by kind: {', '.join(sorted({k for p in red['by_place'].values() for k in p}))}" if red["replaced"] else ""))
+    for n, k in cut.items():
+        print(f"{n}: {k} log lines elided (head and tail kept)")
+    for x in m["missing"]:
+        print(f"missing: {x['what']} — {x['why']}")
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .core.bundle.report import report
+
+    sys.stdout.write(report(_open(args.source)))
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .core.bundle.diff import diff, render
+
+    d = diff(_open(args.a), _open(args.b))
+    sys.stdout.write(json.dumps(d, indent=2) + "\n" if args.json else render(d))
+    return EXIT_OK

@@ -1,0 +1,23 @@
+"""`ddptui diagnose FILE.ddpt`: today's rules on an old bundle, and which findings are new."""
+
+from __future__ import annotations
+
+from ..diagnosis.engine import Engine
+from ..diagnosis.model import Finding
+from .read import Bundle
+
+
+def rediagnose(b: Bundle) -> tuple[list[Finding], set[str]]:
+    """The findings today's engine gives on the bundle's logs, and the ids the bundle did not have."""
+    engine = Engine(expected_nnodes=len(b.nodes) or None)
+    for node, timed in b.node_logs.items():
+        lines = [text for _, text in timed]
+        after, count = b.elided.get(node, (0, 0))
+        if count:  # feed head and tail with their own line numbers; the elided marker is not a log line
+            engine.feed(node, lines[:after], 1)
+            engine.feed(node, lines[after + 1:], after + count + 1)
+        else:
+            engine.feed(node, lines, 1)
+    findings = engine.finish()
+    stored = {f.get("id") for f in b.findings if isinstance(f, dict)}
+    return findings, {f.id for f in findings if f.id not in stored}
