@@ -102,7 +102,8 @@ RULES: tuple[Rule, ...] = (
     # a worker killed by a signal, as torchrun (exitcode: -N, "Signal N (SIGX) received"), the old
     # launcher ("died with <Signals.SIGX: N>") and a shell say it: the signal number decides
     Rule("segfault-exit-11", (r"exitcode\s*:?\s*-(\d+)", r"died with <Signals\.SIG\w+: (\d+)>",
-                              r"[Ss]ignal (\d+) \(SIG\w+\) received"), decide=C.decide_signal),
+                              r"[Ss]ignal (\d+) \(SIG\w+\) received", r"exits with return code = -(\d+)"),
+         decide=C.decide_signal),
     Rule("segfault-exit-11", (r"Segmentation fault",)),
     Rule("remote-rank-died", (r"ncclRemoteError", r"Call to recv from \S+ failed : (Broken pipe|Connection reset by peer)",
                               r"Connection closed by peer \[([\d.]+)\]", r"Connection reset by peer \[([\d.]+)\]")),
@@ -220,6 +221,7 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+",)),
     Sign("exit", r"exitcode\s*:?\s*(-?\d+)", ok_values=("0",)),
     Sign("exit", r"returned non-zero exit status (\d+)"),
+    Sign("exit", r"(?:[Ee]xited with exit code|exits with return code =) (-?\d+)", ok_values=("0",)),  # srun, DeepSpeed
     Sign("exit", r"died with <Signals\.SIG\w+: \d+>"),
     Sign("exit", r"(?:Segmentation fault|Aborted \(core dumped\)|Bus error)"),
 )
