@@ -98,3 +98,9 @@ def test_rules_decide_by_meaning_across_formats(line, fid) -> None:
 def test_a_benign_ib_event_and_a_retry_say_nothing() -> None:
     assert ids(["h:1:2 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port active"]) == {"unrecognized-failure"}
     assert ids(["h:1:2 [0] NCCL INFO Call to connect returned Connection timed out, retrying"]) == set()
+
+
+def test_every_pattern_keeps_a_literal_anchor_for_the_gate() -> None:
+    """No rule, requirement or failure sign may see every line: the engine is on every line's path."""
+    e = Engine()
+    assert [p.pattern for p, _, _ in e._always] == []

@@ -75,12 +75,15 @@ def _literals(pattern: str) -> list[str] | None:
     except re.error:
         return None
     for op, av in parsed:
-        if op is sre_parse.SUBPATTERN:
-            sub = av[-1]
-            if len(sub) == 1 and sub[0][0] is sre_parse.BRANCH:
-                lits = [_literal_items(branch) for branch in sub[0][1][1]]
-                if all(lits):
-                    return lits  # type: ignore[return-value]
+        branch = None
+        if op is sre_parse.BRANCH:  # a non-capturing (?:a|b) is inlined by the parser
+            branch = av
+        elif op is sre_parse.SUBPATTERN and len(av[-1]) == 1 and av[-1][0][0] is sre_parse.BRANCH:
+            branch = av[-1][0][1]
+        if branch is not None:
+            lits = [_literal_items(b) for b in branch[1]]
+            if all(lits):
+                return lits  # type: ignore[return-value]
     return None
 
 
