@@ -90,3 +90,12 @@ def test_a_cause_that_arrives_after_finish_takes_the_node_back() -> None:
     assert [f.id for f in e.finish()] == ["unrecognized-failure"]
     e.feed("node02", ["RuntimeError: Address already in use"])
     assert [f.id for f in e.finish()] == ["port-in-use"]
+
+
+def test_a_cross_rule_over_the_hosts_of_one_log_explains_that_log() -> None:
+    e = Engine()
+    e.feed("mpirun", ["[1,0]<stdout>:hostA:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1",
+                      "[1,1]<stdout>:hostB:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+                      "[1,1]<stderr>:hostB:1:1 [0] misc/socket.cc:50 NCCL WARN Net : Connection closed by remote peer",
+                      "[1,1]<stderr>:RuntimeError: NCCL communicator was aborted"])
+    assert [(f.id, f.nodes) for f in e.finish()] == [("nccl-version-mismatch", ["hostA", "hostB"])]

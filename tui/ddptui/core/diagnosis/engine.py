@@ -354,7 +354,9 @@ class Engine:
 
     def _unrecognized(self) -> None:
         fid = "unrecognized-failure"
-        explained = {n for f in self._findings.values() if f.id != fid for n in f.nodes}
+        # a finding covers the nodes it names and those its evidence comes from (a cross rule over
+        # the hosts of one log names the hosts)
+        explained = {n for f in self._findings.values() if f.id != fid for n in [*f.nodes, *(e.node for e in f.evidence)]}
         nodes, summary, evidence = self.failures.unexplained(explained)
         if nodes:
             self._raise_cross(fid, nodes, summary, evidence)

@@ -219,6 +219,7 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("exception", _EXC_HEAD + r"Exception(?::|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
     Sign("exception", r"Test NCCL failure "),  # nccl-tests: an NCCL call returned an error
     Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+",)),
+    Sign("warn", r"\.cc?u?:\d+ -> (\d+)"),  # NCCL's return-code chain, printed only on the way out of an error
     Sign("exit", r"exitcode\s*:?\s*(-?\d+)", ok_values=("0",)),
     Sign("exit", r"returned non-zero exit status (\d+)"),
     Sign("exit", r"(?:[Ee]xited with exit code|exits with return code =) (-?\d+)", ok_values=("0",)),  # srun, DeepSpeed
