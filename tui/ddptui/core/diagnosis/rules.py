@@ -168,8 +168,8 @@ def _nprocs(seen: Seen) -> str:
 
 
 def _separate_comms(seen: Seen) -> str:
-    return ("each formed a communicator of 1 rank (separate jobs): "
-            + ", ".join(f"{host} rank 0 of {v[0]}" for (_, host), v in sorted(seen.items())))
+    return ("each host formed its own communicator of 1 rank (separate jobs): "
+            + ", ".join(host for (_, host), _v in sorted(seen.items())))
 
 
 @dataclass(frozen=True)
