@@ -47,3 +47,11 @@ def has_torch() -> bool:
 
 needs_torch = pytest.mark.skipif(not has_torch() and not os.environ.get("CI"),
                                  reason="torch is not installed in this venv (CI installs it)")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The diagnosis corpus score, when test_corpus_score ran (shown with or without -s)."""
+    mod = sys.modules.get("tests.core.test_diagnosis_corpus")
+    line = getattr(mod, "SCORE_LINE", "")
+    if line:
+        terminalreporter.write_line(line)

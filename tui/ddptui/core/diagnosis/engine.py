@@ -4,6 +4,11 @@ findings as soon as the evidence is there, across nodes too.
 Incremental: `feed()` looks at each line once; nothing re-reads a log. Cheap on healthy lines: a
 line is matched against the rules only if it contains one of the rules' literal anchors (one
 combined regex search per line).
+
+A failed node is never left unexplained: lines that say a node failed without saying why (the
+rules' FAILURE_SIGNS: an exception line, a non-zero exitcode, a signal, an NCCL WARN) are kept, and
+`finish()` raises `unrecognized-failure` for each node that showed one (or whose exit code the
+runner reported as non-zero with `node_exited()`) and that no finding covers.
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ import re
 from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable
 
-from .catalog import CATALOG, finding, hidden_ids
+from .catalog import CATALOG, DEFAULT, finding, hidden_ids
+from .classify import decide_signal, signal_of_exit
+from .failures import Failures
 from .model import Evidence, Finding
-from .rules import CROSS_RULES, RULES, CrossRule, Rule
+from .rules import CROSS_RULES, FAILURE_SIGNS, RULES, CrossRule, Rule, Sign
 
 try:  # the regex parser moved in 3.11; the old name warns
     import re._parser as sre_parse  # type: ignore[import-not-found]
@@ -33,6 +40,7 @@ PLUGIN_EXTERNAL = re.compile(r"Plugin Path : (\S+)|Loaded net plugin (\S+)")
 PLUGIN_INTERNAL = re.compile(r"No plugin found \(libnccl-net\.so\)|Could not find: libnccl-net\.so|Failed to find ncclNetPlugin symbol")
 NRANKS = re.compile(r"rank (\d+) nRanks (\d+) nNodes (\d+)")
 LOCAL_RANKS = re.compile(r"local_ranks=\[([\d, ]*)\]")  # torchrun's agent, with LOGLEVEL=INFO
+COMM_SIZE = re.compile(r"\brank \d+ n[Rr]anks (\d+)\b")  # NCCL's communicator: init and destroy lines
 
 
 def trie_regex(words: Iterable[str]) -> str:
@@ -67,12 +75,15 @@ def _literals(pattern: str) -> list[str] | None:
     except re.error:
         return None
     for op, av in parsed:
-        if op is sre_parse.SUBPATTERN:
-            sub = av[-1]
-            if len(sub) == 1 and sub[0][0] is sre_parse.BRANCH:
-                lits = [_literal_items(branch) for branch in sub[0][1][1]]
-                if all(lits):
-                    return lits  # type: ignore[return-value]
+        branch = None
+        if op is sre_parse.BRANCH:  # a non-capturing (?:a|b) is inlined by the parser
+            branch = av
+        elif op is sre_parse.SUBPATTERN and len(av[-1]) == 1 and av[-1][0][0] is sre_parse.BRANCH:
+            branch = av[-1][0][1]
+        if branch is not None:
+            lits = [_literal_items(b) for b in branch[1]]
+            if all(lits):
+                return lits  # type: ignore[return-value]
     return None
 
 
@@ -111,17 +122,24 @@ class NodeState:
     plugin: dict = field(default_factory=dict)  # host -> (value, line, text)
     nnodes_seen: dict = field(default_factory=dict)  # host -> (nNodes, nRanks, line, text)
     nproc: dict = field(default_factory=dict)  # node -> (local processes torchrun started here, line, text)
+    comm: dict = field(default_factory=dict)  # host -> (largest communicator it joined, line, text)
     pending: dict = field(default_factory=dict)  # rule index -> [Evidence] waiting for `requires`
 
 
 class Engine:
-    """Feed it lines per node; read `findings`. `on_change(finding)` is called when one appears or changes."""
+    """Feed it lines per node; read `findings`. `on_change(finding)` is called when one appears or changes.
+
+    The live runner calls `node_exited(node, rc)` when a node's command ends, and `finish()` when the
+    run does; `ddptui diagnose` calls only `finish()`.
+    """
 
     def __init__(self, rules: Iterable[Rule] = RULES, expected_nnodes: int | None = None,
                  on_change: Callable[[Finding], None] | None = None,
-                 cross_rules: Iterable[CrossRule] = CROSS_RULES) -> None:
+                 cross_rules: Iterable[CrossRule] = CROSS_RULES, signs: Iterable[Sign] = FAILURE_SIGNS) -> None:
         self.rules = tuple(rules)
         self.cross_rules = tuple(cross_rules)
+        self.signs = tuple(signs)
+        self.failures = Failures()
         self.expected_nnodes = expected_nnodes
         self.on_change = on_change
         self.nodes: dict[str, NodeState] = {}
@@ -134,6 +152,7 @@ class Engine:
             entries += [(re.compile(p), ri, "req") for p in r.requires]
             entries += [(re.compile(p), ri, "res") for p in r.resolved_by]
             entries += [(re.compile(p), ri, "abs") for p in r.absent]
+        entries += [(re.compile(sg.pattern), si, "sign") for si, sg in enumerate(self.signs)]
         self._always: list[tuple[re.Pattern, int, str]] = []
         self._by_lit: dict[str, list[tuple[re.Pattern, int, str]]] = {}
         for pat, ri, kind in entries:
@@ -145,7 +164,7 @@ class Engine:
                     self._by_lit.setdefault(lit, []).append((pat, ri, kind))
         state_lits = ["NCCL version", "Using network", "Using internal Network", "via NET/", "NET/IB : Using [",
                       "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found", "Could not find: libnccl-net",
-                      "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=["]
+                      "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=[", " nranks ", " nRanks "]
         lits = sorted(set(self._by_lit) | set(state_lits), key=len, reverse=True)
         self._gate = re.compile(trie_regex(lits))
         self._lit_items = list(self._by_lit.items())
@@ -187,12 +206,15 @@ class Engine:
             m = pat.search(line)
             if not m:
                 continue
+            if kind == "sign":
+                self.failures.sign(st.name, self.signs[ri], n, line, m)
+                continue
             rule = self.rules[ri]
             if kind == "req" or kind == "abs":
                 st.seen.setdefault(pat.pattern, (n, line))
                 if kind == "req" and ri in st.pending and all(r in st.seen for r in rule.requires):
-                    for ev in st.pending.pop(ri):
-                        self._hit(rule, st.name, ev, ())
+                    for ev, groups in st.pending.pop(ri):
+                        self._hit(rule, st.name, ev, groups)
             elif kind == "res":
                 self._resolve(rule.id, st.name)
             elif kind == "hit":
@@ -202,7 +224,7 @@ class Engine:
                 elif rule.requires and not all(r in st.seen for r in rule.requires):
                     pend = st.pending.setdefault(ri, [])
                     if len(pend) < MAX_EVIDENCE_PER_NODE:
-                        pend.append(ev)
+                        pend.append((ev, m.groups()))
                 else:
                     self._hit(rule, st.name, ev, m.groups())
 
@@ -223,6 +245,10 @@ class Engine:
                 st.plugin[key] = ("internal", n, line.strip())
         if not st.nproc and "local_ranks=[" in line and (m := LOCAL_RANKS.search(line)):
             st.nproc[st.name] = (len([x for x in m.group(1).split(",") if x.strip()]), n, line.strip())
+        if ("nranks " in line or "nRanks " in line) and (m := COMM_SIZE.search(line)):
+            size = int(m.group(1))
+            if key not in st.comm or size > st.comm[key][0]:
+                st.comm[key] = (size, n, line.strip())
         if " nNodes " in line and (m := NRANKS.search(line)) and key not in st.nnodes_seen:
             st.nnodes_seen[key] = (int(m.group(3)), int(m.group(2)), n, line.strip())
             if self.expected_nnodes and int(m.group(3)) < self.expected_nnodes:
@@ -232,12 +258,24 @@ class Engine:
 
     # ---- findings ---------------------------------------------------------------------------
     def _hit(self, rule: Rule, node: str, ev: Evidence, groups: tuple) -> None:
-        f = self._findings.get(rule.id)
-        summary = rule.summary.format(*[g or "" for g in groups]) if rule.summary and groups else (
-            rule.summary if rule.summary and "{" not in rule.summary else CATALOG[rule.id].title)
+        fid, fix, severity = rule.id, rule.fix, rule.severity
+        if rule.decide is not None:
+            verdict = rule.decide(groups)
+            if verdict is None:
+                return
+            fid, summary = verdict
+            if fid != rule.id:  # the rule's own words are for its own id
+                fix, severity = DEFAULT, None
+        else:
+            summary = rule.summary.format(*[g or "" for g in groups]) if rule.summary and groups else (
+                rule.summary if rule.summary and "{" not in rule.summary else CATALOG[rule.id].title)
+        self._raise(fid, node, ev, summary, fix, severity)
+
+    def _raise(self, fid: str, node: str, ev: Evidence, summary: str, fix, severity: str | None) -> None:
+        f = self._findings.get(fid)
         if f is None:
-            f = finding(rule.id, [node], f"{node}: {summary}", [ev], fix=rule.fix, severity=rule.severity)
-            self._findings[rule.id] = f
+            f = finding(fid, [node], f"{node}: {summary}", [ev], fix=fix, severity=severity)
+            self._findings[fid] = f
             self._changed(f)
             return
         changed = False
@@ -247,7 +285,7 @@ class Engine:
             changed = True
         if sum(1 for e in f.evidence if e.node == node) < MAX_EVIDENCE_PER_NODE:
             f.evidence.append(ev)
-        if f.state == "resolved" and node not in self._resolved_nodes.get(rule.id, set()):
+        if f.state == "resolved" and node not in self._resolved_nodes.get(fid, set()):
             f.state = "active"
             changed = True
         if changed:
@@ -281,7 +319,7 @@ class Engine:
             for st in self.nodes.values():
                 for host, val in getattr(st, cr.fact).items():
                     seen[(st.name, host)] = (val[0], val[-2], val[-1])
-            if len({v[0] for v in seen.values()}) < 2:
+            if not (cr.applies(seen) if cr.applies else len({v[0] for v in seen.values()}) >= 2):
                 continue
             nodes = sorted({node for node, _ in seen})
             if cr.hosts_if_one_node and len(nodes) == 1:
@@ -299,7 +337,31 @@ class Engine:
                     continue
                 n, line = st.seen[f"hit:{ri}"]
                 self._hit(rule, st.name, Evidence(st.name, n, line.strip()), ())
+        self._unrecognized()
         return self.findings
+
+    def node_exited(self, node: str, rc: int) -> None:
+        """The runner saw `node`'s command end with exit code `rc` (a negative rc: killed by that signal).
+
+        A signal the catalog knows (SIGSEGV, SIGKILL) is raised at once; any other non-zero rc makes the
+        node a failed one, and `finish()` raises `unrecognized-failure` for it if nothing explains it.
+        """
+        self.nodes.setdefault(node, NodeState(node))
+        self.failures.exited(node, rc)
+        sig = signal_of_exit(rc)
+        if sig and (verdict := decide_signal((str(sig),))):
+            self._raise(verdict[0], node, Evidence(node, 0, f"exit code {rc}"), verdict[1], DEFAULT, None)
+
+    def _unrecognized(self) -> None:
+        fid = "unrecognized-failure"
+        # a finding covers the nodes it names and those its evidence comes from (a cross rule over
+        # the hosts of one log names the hosts)
+        explained = {n for f in self._findings.values() if f.id != fid for n in [*f.nodes, *(e.node for e in f.evidence)]}
+        nodes, summary, evidence = self.failures.unexplained(explained)
+        if nodes:
+            self._raise_cross(fid, nodes, summary, evidence)
+        else:  # explained since (a node's cause arrived after an earlier finish)
+            self._findings.pop(fid, None)
 
     @property
     def findings(self) -> list[Finding]:

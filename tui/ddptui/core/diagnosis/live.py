@@ -45,6 +45,12 @@ class LiveDiagnosis:
             if node != self._master:
                 self._watch_rendezvous(node, lines, first)
 
+    def node_exited(self, node: str, rc: int) -> None:
+        """A node's job failed with `rc`: a known signal is its cause now; any other code makes
+        `finish()` say `unrecognized-failure` if no rule explains that node."""
+        with self._lock:
+            self._engine.node_exited(node, rc)
+
     def finish(self) -> None:
         with self._lock:
             self._engine.finish()

@@ -26,6 +26,12 @@ class Fix:
     explain: str = ""
     alternatives: tuple[str, ...] = ()
 
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Fix:
+        return cls(env=dict(d.get("env") or {}), scope=d.get("scope") or "manual",
+                   per_node={k: dict(v) for k, v in (d.get("per_node") or {}).items()},
+                   explain=d.get("explain") or "", alternatives=tuple(d.get("alternatives") or ()))
+
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"env": self.env, "scope": self.scope, "explain": self.explain}
         if self.per_node:
@@ -54,6 +60,15 @@ class Finding:
     @property
     def active(self) -> bool:
         return self.state == "active"
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Finding:
+        """The inverse of to_json (a summary.json's findings, a bundle's)."""
+        ev = [Evidence(e.get("node", ""), int(e.get("line") or 0), e.get("text", ""), e.get("command", ""))
+              for e in d.get("evidence") or ()]
+        return cls(d["id"], d.get("severity", "error"), list(d.get("nodes") or ()), d.get("summary", ""), ev,
+                   d.get("explanation", ""), Fix.from_json(d["fix"]) if d.get("fix") else None,
+                   d.get("state", "active"))
 
     def snapshot(self) -> Finding:
         """A copy whose lists no later change of this finding touches."""

@@ -1,4 +1,10 @@
-"""`ddptui diagnose`: the same engine, on saved logs or a run directory, read once in chunks."""
+"""`ddptui diagnose`: the same engine, on saved logs or a run directory, read once in chunks.
+
+A run directory says more than its logs: summary.json has each node's exit code (fed to the
+engine as the live run did) and the findings of what no log shows (the checks, the runner's own
+observations such as master-not-started); those are kept unless the logs gave the same id. A run
+made by `check` has no node logs: its findings are the checks'.
+"""
 
 from __future__ import annotations
 
@@ -16,13 +22,20 @@ class DiagnoseInputError(DdptuiError):
     pass
 
 
+def _summary(run: Path) -> dict:
+    try:
+        return json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
 def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None]:
     logs: list[tuple[str, Path]] = []
     nnodes = None
     for p in paths:
         if p.is_dir():
             found = sorted(p.glob("*.log"))
-            if not found:
+            if not found and not (p / "summary.json").is_file():
                 raise DiagnoseInputError(f"{p}: a folder without node logs (*.log); give a run directory or log files")
             logs += [(f.stem, f) for f in found]
             pb = p / "playbook.yaml"
@@ -52,6 +65,11 @@ def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None]:
 def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding]:
     logs, found_nnodes = _node_logs(paths)
     engine = Engine(expected_nnodes=nnodes or found_nnodes)
+    runs = [_summary(p) for p in paths if p.is_dir()]
+    for s in runs:
+        for node, d in (s.get("nodes") or {}).items():
+            if d.get("state") == "failed" and isinstance(d.get("exit_code"), int) and d["exit_code"] != 0:
+                engine.node_exited(node, d["exit_code"])
     for node, path in logs:
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
@@ -67,4 +85,11 @@ def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding
             raise DiagnoseInputError(f"{path}: is a directory") from None
         except OSError as e:
             raise DiagnoseInputError(f"{path}: cannot read: {e.strerror}") from None
-    return engine.finish()
+    found = engine.finish()
+    ids = {f.id for f in found}
+    for s in runs:
+        for d in s.get("findings") or ():
+            if isinstance(d, dict) and d.get("id") and d["id"] not in ids:
+                found.append(Finding.from_json(d))
+                ids.add(d["id"])
+    return found

@@ -6,6 +6,14 @@ launcher prefixes, so never anchor at the line start), a summary, and optionally
 that settle it (a worker that waited for the master and then joined). A rule carries its own
 severity or fix only where its variant of the cause needs one (noted at the rule).
 
+Where the meaning of the matched values decides the cause (an errno and the address it was met
+at, a signal number, an IB event), a rule names a `decide` function (classify.py) that maps the
+match groups to the id; the rule's own id is then only the one it gives most often.
+
+A failure sign (FAILURE_SIGNS) is a line that says a node failed without saying why (a Python
+exception, a non-zero exit code, a signal, an NCCL WARN): when no rule explains anything on that
+node by the end, the engine raises `unrecognized-failure` with these lines as its evidence.
+
 A cross-node rule names a per-node fact (the NCCL version, the network transport, the net plugin,
 the number of local processes) that must agree on every node of a job; engine.py extracts the
 facts and raises the rule's id when they differ.
@@ -17,8 +25,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import classify as C
 from .catalog import DEFAULT, Default
 from .model import Fix
+
+Decide = Callable[[tuple], "tuple[str, str] | None"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,7 @@ class Rule:
     absent: tuple[str, ...] = ()  # at_end rules: none of these may have been seen on the node
     severity: str | None = None  # this variant's own severity; None: the catalog's
     fix: Fix | None | Default = DEFAULT  # this variant's own fix; DEFAULT: the catalog's
+    decide: Decide | None = None  # match groups -> (id, summary), or None: the line decides nothing
     compiled: tuple[re.Pattern, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,16 +68,17 @@ RULES: tuple[Rule, ...] = (
     Rule("wrong-interface",
          (r"(?:Bootstrap|NET/Socket) : Using .*\[\d\](veth\w*|docker\w*|virbr\w*|br-\w+|cni\w*|flannel\S*|cali\w+):",),
          summary="NCCL uses the virtual interface {0}"),
+    # NCCL's sockets (bootstrap, proxy, net), old and new wordings: the errno and the peer decide
     Rule("firewall-or-unreachable",
-         (r"(?:Call to connect failed|socketPollConnect: Connect to \S+ returned \d+\()"
-          r"\s*:?\s*(Connection timed out|No route to host)",
-          r"returned 113\(No route to host\)", r"Software caused connection abort")),
+         (r"Connect to \[?([^\s<\]]+)\]?<\d+> (?:failed : |returned \d+\()([A-Za-z ]+)",
+          r"Call to connect (?:failed|timeout) : ()([A-Za-z ]+)"), decide=C.decide_nccl_connect),
     Rule("duplicate-gpu", (r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device (\w+)",),
          summary="ranks {0} and {1} both on CUDA device {2}"),
     Rule("duplicate-rank", (r"Bootstrap Root : rank (\d+) of (\d+) ranks has already checked in",),
          summary="rank {0} of {1} checked in twice"),
-    Rule("loopback-hostname", (r"connect \[(127\.\d+\.\d+\.\d+)\]:\d+: Connection refused",),
-         summary="a peer advertised {0}"),
+    # Gloo's pairs: old "connect [addr]:port: errno text", new "SO_ERROR: errno text, remote=[addr]"
+    Rule("loopback-hostname", (r"connect \[([^\]]+)\]:\d+: ([A-Za-z ]+)", r"SO_ERROR: ([A-Za-z ]+), remote=\[([^\]]+)\]"),
+         decide=C.decide_gloo_connect),
     # hostname-resolution, the node's own name: a warning (a 2-node job can still pass), and an env fix
     Rule("hostname-resolution", (r"Unable to resolve hostname to a \(local\) address",),
          summary="the node's own hostname does not resolve", severity="warning",
@@ -78,35 +91,49 @@ RULES: tuple[Rule, ...] = (
          summary="connecting to the name {0} instead of the address"),
     Rule("cuda-driver-mismatch", (r"CUDA driver version is insufficient for CUDA runtime version",)),
     Rule("shm-too-small", (r"failed to extend /dev/shm\S* to \d+ bytes", r"posix_fallocate failed : No space left on device",
-                           r"Error while creating shared memory segment")),
+                           r"Error while creating shared memory segment", r"insufficient shared memory \(shm\)")),
     Rule("watchdog-timeout", (r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)",),
          summary="{1} #{0} timed out"),
     Rule("collective-desync", (r"Detected mismatch between collectives on ranks",)),
     Rule("collective-mismatch", (r"collective mismatch error, local size (\d+) remote size (\d+)",),
          summary="local size {0}, remote size {1}"),
-    Rule("segfault-exit-11", (r"exitcode\s*:?\s*-11\b",)),
-    Rule("host-oom-exit-9", (r"exitcode\s*:?\s*-9\b",)),
-    Rule("remote-rank-died", (r"Call to recv from \S+ failed : (Broken pipe|Connection reset by peer)",
+    Rule("collective-mismatch", (r"Mismatched collective detected.*? around rank (\d+)",),
+         summary="NCCL saw a mismatched collective around rank {0}"),
+    # a worker killed by a signal, as torchrun (exitcode: -N, "Signal N (SIGX) received"), the old
+    # launcher ("died with <Signals.SIGX: N>") and a shell say it: the signal number decides
+    Rule("segfault-exit-11", (r"exitcode\s*:?\s*-(\d+)", r"died with <Signals\.SIG\w+: (\d+)>",
+                              r"[Ss]ignal (\d+) \(SIG\w+\) received", r"exits with return code = -(\d+)"),
+         decide=C.decide_signal),
+    Rule("segfault-exit-11", (r"Segmentation fault",)),
+    Rule("remote-rank-died", (r"ncclRemoteError", r"Call to recv from \S+ failed : (Broken pipe|Connection reset by peer)",
                               r"Connection closed by peer \[([\d.]+)\]", r"Connection reset by peer \[([\d.]+)\]")),
     Rule("tcpstore-timeout", (r"client socket has timed out after (\d+)(ms|s) while trying to connect to \(?([\w.:-]+)",),
          summary="gave up after {0}{1} connecting to {2}"),
+    Rule("tcpstore-timeout", (r"connect\(\) timed out\. Original timeout was (\d+) ms",),
+         summary="gave up connecting to the master's store after {0} ms"),
+    # the same store timeout while torchrun's agent creates the c10d rendezvous store
+    Rule("rendezvous-timeout", (r"connect\(\) timed out\. Original timeout was (\d+) ms",),
+         requires=(r"rendezvous/c10d_rendezvous_backend",), summary="the c10d rendezvous store did not answer in {0} ms"),
     Rule("port-in-use", (r"failed to bind to \S+ \(errno: 98 - Address already in use\)", r"EADDRINUSE",
-                         r"address already in use")),
+                         r"[Aa]ddress already in use")),
     Rule("master-not-started",
          (r"is not yet listening \(Error: 111 - Connection refused\), retrying",
-          r"TCP client failed to connect/validate to host (\S+) - retrying",
-          r"failed to connect to \S+ \(errno: 111 - Connection refused\)"),
+          r"TCP client failed to connect/validate to host (\S+) - retrying"),
          summary="waits for the master's store, which does not listen yet",
          resolved_by=(r"has started to listen", r"Rendezvous complete for workers", r"init_process_group done",
                       r"client socket has connected to")),
     Rule("rendezvous-timeout", (r"RendezvousConnectionError", r"RendezvousTimeoutError")),
-    Rule("bad-master-addr", (r"any network address of \((\d+|0\.\d+\.\d+\.\d+), \d+\)",
-                             r"connect to \[?(?:::ffff:)?(0\.\d+\.\d+\.\d+)\]?:\d+"),
-         summary="{0} is not a usable master address"),
+    # the c10d client's connect to the master's store: the address and the errno decide
+    Rule("bad-master-addr", (r"failed to connect to \[?([^\s\]]+?)\]?:(\d+) \(errno: (\d+) - ",),
+         decide=C.decide_store_connect),
+    Rule("bad-master-addr", (r"any network address of \(([^,\s]+), (\d+)\)",), decide=C.decide_master_name),
+    # a master name that does not resolve: a name the rendezvous published (another node's
+    # hostname) is a resolution problem; MASTER_ADDR itself, most often a master not up yet
+    # (Kubernetes creates the master's service name with its pod)
+    Rule("hostname-resolution", (r"host not found",), requires=(r"TCPStore server at [A-Za-z]",),
+         summary="a host name published by the rendezvous does not resolve"),
+    Rule("master-not-started", (r"host not found",), summary="the master's name does not resolve (yet)"),
     Rule("bad-socket-ifname", (r"Unable to find address for: (\S+)",), summary="no address for interface {0}"),
-    Rule("bad-master-addr",
-         (r"failed to connect to any network address of \(([\d.]+), (\d+)\)",),
-         requires=(r"errno: 113 - No route to host",), summary="no answer at {0}:{1}"),
     Rule("missing-rank", (r"waiting for clients\. (\d+)/(\d+) clients joined",),
          summary="{0} of {1} nodes joined the master's store"),
     Rule("missing-rank", (r"store based barrier .*\(world_size=(\d+), worker_count=(\d+)",),
@@ -115,6 +142,8 @@ RULES: tuple[Rule, ...] = (
     Rule("ib-completion-error", (r"NET/IB : Got completion from peer \S+ with (?:status=|error )(\d+)",),
          summary="RDMA completion error {0}"),
     Rule("ib-async-fatal-event", (r"NET/IB : (\S+) async fatal event",), summary="fatal event on {0}"),
+    Rule("ib-async-fatal-event", (r"NET/IB : Got async event : ([\w ]+)",), decide=C.decide_ib_event),
+    Rule("gpu-count-short", (r"invalid device ordinal", r"no CUDA-capable device is detected")),
     Rule("p2p-hang", (r"via P2P/IPC",),
          at_end=True, absent=(r"Init COMPLETE", r"ncclCommInitRank comm .* - Init COMPLETE")),
 )
@@ -138,12 +167,18 @@ def _nprocs(seen: Seen) -> str:
     return "torchrun started " + ", ".join(f"{node}: {v[0]}" for (node, _), v in sorted(seen.items())) + " processes"
 
 
+def _separate_comms(seen: Seen) -> str:
+    return ("each host formed its own communicator of 1 rank (separate jobs): "
+            + ", ".join(host for (_, host), _v in sorted(seen.items())))
+
+
 @dataclass(frozen=True)
 class CrossRule:
     id: str  # a catalog id
-    fact: str  # version | transport | plugin | nproc: the per-node fact that must agree
+    fact: str  # version | transport | plugin | nproc | comm: the per-node (per-host) fact
     summary: Callable[[Seen], str]
     hosts_if_one_node: bool = False  # one log that holds several hosts: name the hosts, not the node
+    applies: Callable[[Seen], bool] | None = None  # when to raise it; None: the fact differs between them
 
 
 CROSS_RULES: tuple[CrossRule, ...] = (
@@ -152,4 +187,42 @@ CROSS_RULES: tuple[CrossRule, ...] = (
     CrossRule("ib-socket-mismatch", "transport", _transports),
     CrossRule("nproc-mismatch", "nproc", _nprocs),
     CrossRule("net-plugin-mismatch", "plugin", lambda seen: "net plugins differ: " + _listing(seen)),
+    # comm: the largest communicator each host joined; several hosts that each joined only one of
+    # 1 rank ran as separate jobs (e.g. an mpirun that started a 1-rank world in every container)
+    CrossRule("ranks-not-joined", "comm", _separate_comms, hosts_if_one_node=True,
+              applies=lambda seen: len(seen) >= 2 and all(v[0] == 1 for v in seen.values())),
+)
+
+
+# ---- failure signs ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sign:
+    """A line that says the node failed, not why. kind: traceback | exception | warn | exit."""
+
+    kind: str
+    pattern: str
+    benign: tuple[str, ...] = ()  # matches of these are no failure (NCCL's notice that IB is not installed)
+    ok_values: tuple[str, ...] = ()  # a first group with one of these values is no failure (exitcode: 0)
+    compiled: tuple[re.Pattern, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "compiled", tuple(re.compile(p) for p in self.benign))
+
+
+# A Python exception line: the class right after a launcher prefix ([rank3]:, 0: , [1,0]<stdout>:,
+# (Worker pid=1, ip=...) , a timestamp) or at the line start, then ':' or the line's end.
+_EXC_HEAD = r"(?:^|[\]>:)]|\d )\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
+FAILURE_SIGNS: tuple[Sign, ...] = (
+    Sign("traceback", r"Traceback \(most recent call last\)"),
+    Sign("exception", _EXC_HEAD + r"Error(?::|$)"),
+    # torchrun's agent told to stop (SIGHUP, SIGINT, SIGTERM: by the runner, the user, the scheduler)
+    Sign("exception", _EXC_HEAD + r"Exception(?::|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
+    Sign("exception", r"Test NCCL failure "),  # nccl-tests: an NCCL call returned an error
+    Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+",)),
+    Sign("warn", r"\.cc?u?:\d+ -> (\d+)"),  # NCCL's return-code chain, printed only on the way out of an error
+    Sign("exit", r"exitcode\s*:?\s*(-?\d+)", ok_values=("0",)),
+    Sign("exit", r"returned non-zero exit status (\d+)"),
+    Sign("exit", r"(?:[Ee]xited with exit code|exits with return code =) (-?\d+)", ok_values=("0",)),  # srun, DeepSpeed
+    Sign("exit", r"died with <Signals\.SIG\w+: \d+>"),
+    Sign("exit", r"(?:Segmentation fault|Aborted \(core dumped\)|Bus error)"),
 )

@@ -219,6 +219,8 @@ class Orchestrator:
             self._set_state(nr, NodeStatus.EXITED, "exited 0", rc=rc)
         else:
             self._set_state(nr, NodeStatus.FAILED, f"exited {rc}", rc=rc)
+            if rc is not None:
+                self.diagnosis.node_exited(nr.name, rc)
             threading.Thread(target=self._fail_fast, args=(nr,), daemon=True).start()
 
     def _fail_fast(self, failed: NodeRun) -> None:

@@ -1,0 +1,106 @@
+"""What the evidence means: the classifier the rules use (errno + address, signals, IB events),
+and the rules that use it across launcher prefixes and NCCL/c10d/Gloo wordings."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddptui.core.diagnosis import classify as C
+from ddptui.core.diagnosis.engine import Engine
+
+
+@pytest.mark.parametrize("addr, kind", [
+    ("127.0.0.1", "loopback"), ("127.0.1.1", "loopback"), ("[::1]", "loopback"), ("::ffff:127.0.0.1", "loopback"),
+    ("255.255.0.0", "not-a-host"), ("::ffff:255.255.0.0", "not-a-host"), ("0.104.99.143", "not-a-host"),
+    ("6841231", "not-a-host"), ("0.0.0.0", "not-a-host"), ("[::]", "not-a-host"), ("224.0.0.1", "not-a-host"),
+    ("10.0.0.4", "host"), ("192.168.0.1", "host"), ("fe80::1%eth0", "host"),
+    ("master-0", "name"), ("localhost", "name"), (None, "name"),
+])
+def test_address_kind(addr, kind) -> None:
+    assert C.address_kind(addr) == kind
+
+
+@pytest.mark.parametrize("text, num", [
+    ("110", 110), ("-98", 98), ("Connection timed out", 110), ("SO_ERROR: Connection refused", 111),
+    ("No route to host", 113), ("Connection reset by peer", 104), ("Broken pipe", 32),
+    ("Software caused connection abort", 103), ("something else", None), (None, None),
+])
+def test_errno_of(text, num) -> None:
+    assert C.errno_of(text) == num
+
+
+@pytest.mark.parametrize("via, addr, err, fid", [
+    # a netmask or an address that is no host's: bad-master-addr, whoever connects, whatever the errno
+    ("store", "255.255.0.0", 110, "bad-master-addr"), ("store", "0.104.99.143", 110, "bad-master-addr"),
+    ("gloo", "0.0.0.0", 111, "bad-master-addr"),
+    # a loopback peer: Gloo resolved the hostname to it; NCCL picked lo; the store on 127.0.0.1 is a 1-node job
+    ("gloo", "127.0.1.1", 111, "loopback-hostname"), ("gloo", "127.0.0.1", 110, "loopback-hostname"),
+    ("nccl", "127.0.0.1", 111, "wrong-interface"), ("store", "127.0.0.1", 110, None),
+    # the errno, to a real host
+    ("store", "10.0.0.1", 111, "master-not-started"), ("store", "10.0.0.1", 113, "bad-master-addr"),
+    ("store", "10.0.0.1", 110, None), ("nccl", "10.0.0.4", 113, "firewall-or-unreachable"),
+    ("nccl", "10.0.0.4", 110, "firewall-or-unreachable"), ("nccl", None, 103, "firewall-or-unreachable"),
+    ("gloo", "10.0.0.3", 113, "firewall-or-unreachable"), ("nccl", "10.0.0.4", 104, "remote-rank-died"),
+    ("gloo", "10.0.0.3", 32, "remote-rank-died"), ("nccl", "10.0.0.4", 111, None), ("gloo", "10.0.0.3", 111, None),
+])
+def test_connect_failure(via, addr, err, fid) -> None:
+    assert C.connect_failure(via, addr, err) == fid
+
+
+def test_signals_and_exit_codes() -> None:
+    assert C.decide_signal(("11",))[0] == "segfault-exit-11"
+    assert C.decide_signal(("-9",))[0] == "host-oom-exit-9"
+    assert C.decide_signal(("6",)) is None and C.decide_signal((None,)) is None
+    assert [C.signal_of_exit(rc) for rc in (-11, 139, 137, 1, 0, 255)] == [11, 11, 9, None, None, None]
+
+
+def test_ib_events() -> None:
+    assert C.decide_ib_event(("local catastrophic error",))[0] == "ib-async-fatal-event"
+    assert C.decide_ib_event(("port error",))[0] == "ib-async-fatal-event"
+    assert C.decide_ib_event(("port active",)) is None and C.decide_ib_event(("GID table change",)) is None
+
+
+def ids(lines: list[str]) -> set[str]:
+    e = Engine()
+    e.feed("n", lines)
+    return {f.id for f in e.finish() if f.state == "active"}
+
+
+@pytest.mark.parametrize("line, fid", [
+    # c10d, inside torchrun's [rankN]: prefix and a DistNetworkError
+    ("[rank1]: torch.distributed.DistNetworkError: The client socket has failed to connect to [::ffff:255.255.0.0]:29500 "
+     "(errno: 110 - Connection timed out).", "bad-master-addr"),
+    ("[W socket.cpp:558] [c10d] The client socket has failed to connect to [10.0.0.1]:29500 (errno: 111 - Connection "
+     "refused).", "master-not-started"),
+    # NCCL, new wording under Ray's prefix; the old 'Call to connect failed' wording under srun's
+    ("(RayWorkerWrapper pid=123, ip=10.0.0.2) h:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+     "127.0.0.1<43210> failed : Connection refused", "wrong-interface"),
+    ("0: h:1:2 [0] include/socket.h:360 WARN Call to connect failed : No route to host", "firewall-or-unreachable"),
+    # NCCL's error inside a torch exception: the Last error text
+    ("socketStartConnect: Connect to 10.1.2.3<41337> failed : No route to host", "firewall-or-unreachable"),
+    # Gloo, new and old wordings, under mpirun's and DeepSpeed's prefixes
+    ("[1,3]<stderr>:  timed out connecting: SO_ERROR: Connection refused, remote=[127.0.1.1]:4242", "loopback-hostname"),
+    ("[2024-05-01 10:00:00,000] [INFO] [launch.py:1] connect [10.0.0.3]:4242: No route to host", "firewall-or-unreachable"),
+    # signals and CUDA devices in every launcher's words
+    ("[2024-05-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['python'] exits with return code = -11",
+     "segfault-exit-11"),
+    ("subprocess.CalledProcessError: Command '[...]' died with <Signals.SIGKILL: 9>.", "host-oom-exit-9"),
+    ("[default1]:RuntimeError: CUDA error: invalid device ordinal", "gpu-count-short"),
+    ("RuntimeError: No CUDA GPUs are available; no CUDA-capable device is detected", "gpu-count-short"),
+    ("h:1:2 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : local catastrophic error",
+     "ib-async-fatal-event"),
+    ("RuntimeError: Address already in use", "port-in-use"),
+])
+def test_rules_decide_by_meaning_across_formats(line, fid) -> None:
+    assert ids([line]) == {fid}
+
+
+def test_a_benign_ib_event_and_a_retry_say_nothing() -> None:
+    assert ids(["h:1:2 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port active"]) == {"unrecognized-failure"}
+    assert ids(["h:1:2 [0] NCCL INFO Call to connect returned Connection timed out, retrying"]) == set()
+
+
+def test_every_pattern_keeps_a_literal_anchor_for_the_gate() -> None:
+    """No rule, requirement or failure sign may see every line: the engine is on every line's path."""
+    e = Engine()
+    assert [p.pattern for p, _, _ in e._always] == []

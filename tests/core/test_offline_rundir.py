@@ -1,0 +1,52 @@
+"""`ddptui diagnose RUN_DIR` says what the live run said: exit codes and the runner's own findings
+come from summary.json, and a run made by `check` (no node logs) has the checks' findings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from ddptui.core.diagnosis.offline import diagnose_paths
+from tests.conftest import ddptui_exe
+
+MNS = {"id": "master-not-started", "severity": "warning", "nodes": ["node03"], "state": "active",
+       "summary": "node03 waits in rendezvous, but torchrun is not running on the master node02",
+       "evidence": [{"node": "node03", "line": 4, "text": "INFO Rendezvous'ing worker group", "command": ""}],
+       "explanation": "A worker started before the master", "fix": {"env": {}, "scope": "manual", "explain": "x"}}
+
+
+def run_dir(tmp_path: Path, logs: dict[str, str], nodes: dict, findings: list) -> Path:
+    d = tmp_path / "run"
+    d.mkdir()
+    for node, text in logs.items():
+        (d / f"{node}.log").write_text(text)
+    (d / "summary.json").write_text(json.dumps({"nodes": nodes, "findings": findings}))
+    return d
+
+
+def test_a_worker_first_run_reports_what_the_live_run_reported(tmp_path: Path) -> None:
+    d = run_dir(tmp_path, {"node02": "hello\n", "node03": "[default0]:INFO Rendezvous'ing worker group\n"},
+                {"node02": {"state": "exited", "exit_code": 0}, "node03": {"state": "exited", "exit_code": 0}}, [MNS])
+    assert [(f.id, f.nodes, f.evidence[0].line) for f in diagnose_paths([d])] == [
+        ("master-not-started", ["node03"], 4)]
+
+
+def test_a_check_only_run_has_the_checks_findings(tmp_path: Path) -> None:
+    port = {**MNS, "id": "port-in-use", "severity": "error", "nodes": ["node02"], "summary": "29500 is taken"}
+    d = run_dir(tmp_path, {}, {"node02": {"state": "connected", "exit_code": None}}, [port])
+    r = subprocess.run([ddptui_exe(), "diagnose", str(d)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "port-in-use" in r.stdout and "29500 is taken" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_failed_node_that_no_rule_explains_is_said_to_be_unrecognized(tmp_path: Path) -> None:
+    d = run_dir(tmp_path, {"node02": "step 1\nstep 2\n", "node03": "step 1\n"},
+                {"node02": {"state": "exited", "exit_code": 0}, "node03": {"state": "failed", "exit_code": 7}}, [])
+    (f,) = diagnose_paths([d])
+    assert f.id == "unrecognized-failure" and f.nodes == ["node03"] and f.severity == "error"
+    assert any("7" in e.text for e in f.evidence)
+
+
+def test_an_empty_folder_is_still_bad_input(tmp_path: Path) -> None:
+    r = subprocess.run([ddptui_exe(), "diagnose", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "without node logs" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,101 @@
+"""`unrecognized-failure`: a node that failed for a reason no rule knows is still reported, with the
+lines that say it failed. The inputs are made-up logs (tests/data/madeup), not real output."""
+
+from __future__ import annotations
+
+from ddptui.core.diagnosis.engine import Engine
+from tests.conftest import DATA
+from tests.core.test_diagnosis_corpus import CORPUS, split
+
+MADEUP = DATA / "madeup"
+
+
+def run(*names: str) -> Engine:
+    e = Engine()
+    for name in names:
+        e.feed(name.split("-")[0], split(MADEUP / name)[1])
+    e.finish()
+    return e
+
+
+def test_madeup_logs_give_their_expected_ids() -> None:
+    for f in sorted(MADEUP.glob("*.log")):
+        header, body = split(f)
+        assert header["madeup"].startswith("written for the tests")
+        e = Engine()
+        e.feed(f.stem, body)
+        got = {x.id for x in e.finish() if x.state == "active" and x.severity in ("error", "warning")}
+        assert got == set(header["expected-diagnosis"].split()) - {"none"}, (f.name, got)
+
+
+def test_evidence_is_the_first_warn_the_traceback_exception_and_the_exit_code() -> None:
+    (f,) = run("01-madeup-keyerror-torchrun.log").findings
+    assert (f.id, f.severity, f.nodes) == ("unrecognized-failure", "error", ["01"])
+    texts = [e.text for e in f.evidence]
+    assert texts[0] == "[rank0]: KeyError: 'labels'"  # the first traceback's exception, not the agent's later one
+    assert "failed (exitcode: 1)" in texts[1] and len(texts) == 2
+    assert f.summary == "01: [rank0]: KeyError: 'labels'" and f.fix is not None
+
+    (f,) = run("02-madeup-nccl-warn-illegal-access-srun.log").findings
+    assert [e.line for e in f.evidence] == [3, 5]  # the libibverbs notice is no failure; srun's exit code
+    assert "illegal memory access" in f.evidence[0].text and "exit code 1" in f.evidence[1].text
+
+    (f,) = run("04-madeup-assertion-mpirun.log").findings
+    assert [e.text for e in f.evidence] == ["[1,0]<stderr>:AssertionError: loss is nan"]
+
+
+def test_one_finding_covers_every_unexplained_node() -> None:
+    (f,) = run("01-madeup-keyerror-torchrun.log", "04-madeup-assertion-mpirun.log",
+               "03-madeup-healthy-alarming-lines.log").findings
+    assert f.nodes == ["01", "04"] and {e.node for e in f.evidence} == {"01", "04"}
+
+
+def test_a_node_a_rule_explains_gets_no_unrecognized_failure() -> None:
+    e = Engine()
+    e.feed("a", split(MADEUP / "01-madeup-keyerror-torchrun.log")[1])
+    e.feed("b", split(CORPUS / "53-remote-rank-died-broken-pipe.log")[1])
+    assert {(f.id, tuple(f.nodes)) for f in e.finish()} == {("unrecognized-failure", ("a",)), ("remote-rank-died", ("b",))}
+
+
+def test_never_on_healthy_logs() -> None:
+    for f in sorted(CORPUS.glob("*.log")):
+        header, body = split(f)
+        if header["expected-diagnosis"] == "none":
+            e = Engine()
+            e.feed(f.stem, body)
+            assert all(x.id != "unrecognized-failure" for x in e.finish()), f.name
+
+
+def test_node_exited_from_the_live_runner() -> None:
+    e = Engine()
+    e.feed("node02", ["[default0]:epoch 1 loss=0.3"])
+    e.node_exited("node02", 0)
+    e.node_exited("node03", 3)
+    (f,) = e.finish()
+    assert (f.id, f.nodes) == ("unrecognized-failure", ["node03"])
+    assert [(ev.node, ev.line, ev.text) for ev in f.evidence] == [("node03", 0, "exit code 3")]
+
+
+def test_node_exited_by_a_known_signal_is_its_cause() -> None:
+    e = Engine()
+    e.node_exited("node02", -11)
+    e.node_exited("node03", 137)  # a shell's 128 + SIGKILL
+    assert {(f.id, tuple(f.nodes)) for f in e.finish()} == {("segfault-exit-11", ("node02",)),
+                                                            ("host-oom-exit-9", ("node03",))}
+
+
+def test_a_cause_that_arrives_after_finish_takes_the_node_back() -> None:
+    e = Engine()
+    e.node_exited("node02", 1)
+    assert [f.id for f in e.finish()] == ["unrecognized-failure"]
+    e.feed("node02", ["RuntimeError: Address already in use"])
+    assert [f.id for f in e.finish()] == ["port-in-use"]
+
+
+def test_a_cross_rule_over_the_hosts_of_one_log_explains_that_log() -> None:
+    e = Engine()
+    e.feed("mpirun", ["[1,0]<stdout>:hostA:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1",
+                      "[1,1]<stdout>:hostB:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+                      "[1,1]<stderr>:hostB:1:1 [0] misc/socket.cc:50 NCCL WARN Net : Connection closed by remote peer",
+                      "[1,1]<stderr>:RuntimeError: NCCL communicator was aborted"])
+    assert [(f.id, f.nodes) for f in e.finish()] == [("nccl-version-mismatch", ["hostA", "hostB"])]

@@ -1,0 +1,160 @@
+"""What a piece of evidence means: an errno, an address, a signal, an IB event -> a catalog id.
+
+The rules (rules.py) match the text; the functions here decide what the matched values say about
+the cause, so that one rule covers every wording of a failure (NCCL old and new, c10d, Gloo) and
+the id follows from the meaning (who connects, to which kind of address, with which errno), not
+from one more string. Each `decide_*` takes a rule's match groups and returns (id, summary) or
+None (the line says nothing decisive; another rule or `unrecognized-failure` speaks).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import signal
+
+# The errnos a connect or a transfer fails with, by number and by strerror text (Linux).
+TIMED_OUT, REFUSED, NO_ROUTE, RESET, BROKEN_PIPE, ABORTED, ADDR_IN_USE = 110, 111, 113, 104, 32, 103, 98
+_ERRNO_TEXT = {
+    "connection timed out": TIMED_OUT, "connection refused": REFUSED, "no route to host": NO_ROUTE,
+    "connection reset by peer": RESET, "broken pipe": BROKEN_PIPE, "software caused connection abort": ABORTED,
+    "address already in use": ADDR_IN_USE, "network is unreachable": 101, "host is unreachable": NO_ROUTE,
+}
+
+
+def errno_of(text: str | None) -> int | None:
+    """110 from '110', '-110', 'Connection timed out' or 'SO_ERROR: Connection timed out'."""
+    if not text:
+        return None
+    t = text.strip().lower()
+    if t.lstrip("-").isdigit():
+        return abs(int(t))
+    for words, num in _ERRNO_TEXT.items():
+        if words in t:
+            return num
+    return None
+
+
+def address_kind(addr: str | None) -> str:
+    """'loopback', 'not-a-host' (a netmask, broadcast, multicast, 0.x, ::), 'host' (a usable IP
+    address) or 'name' (a host name: nothing to say about it here)."""
+    if not addr:
+        return "name"
+    a = addr.strip("[]")
+    if a.lower().startswith("::ffff:"):
+        a = a[7:]
+    a = a.split("%", 1)[0]
+    if a.isdigit():  # an all-digit "host name" is read as a 32-bit IPv4 number: '6841231' is 0.104.99.143
+        return "not-a-host"
+    try:
+        ip = ipaddress.ip_address(a)
+    except ValueError:
+        return "name"
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_unspecified or ip.is_multicast or ip.is_reserved or (ip.version == 4 and ip.packed[0] == 0):
+        return "not-a-host"
+    return "host"
+
+
+def connect_failure(via: str, addr: str | None, err: int | None) -> str | None:
+    """The cause of a failed connection made by `via` ('store': a torch c10d/TCPStore client to the
+    master; 'nccl': NCCL's bootstrap or net socket to a peer; 'gloo': Gloo's pair to a peer), to
+    `addr`, with errno `err`."""
+    kind = address_kind(addr)
+    if kind == "not-a-host":
+        return "bad-master-addr"  # whatever the errno: nothing can listen there
+    if kind == "loopback" and via != "store":
+        # a peer was told to reach us on 127.x: Gloo takes the address the hostname resolves to,
+        # NCCL the interface it picked. (A store on 127.0.0.1 is a normal single-node job.)
+        return "loopback-hostname" if via == "gloo" else "wrong-interface"
+    if err in (RESET, BROKEN_PIPE):
+        return "remote-rank-died"
+    if via == "store":
+        # refused: nothing listens yet (the master is late); no route: no host has that address
+        return {REFUSED: "master-not-started", NO_ROUTE: "bad-master-addr"}.get(err or 0)
+    if err in (NO_ROUTE, TIMED_OUT, ABORTED, 101):
+        return "firewall-or-unreachable"
+    return None
+
+
+def _errtext(err: int | None, fallback: str | None) -> str:
+    return {TIMED_OUT: "timed out", REFUSED: "refused", NO_ROUTE: "no route to host", RESET: "reset by peer",
+            BROKEN_PIPE: "broken pipe", ABORTED: "aborted"}.get(err or 0, (fallback or "failed").strip())
+
+
+def _connect_verdict(via: str, addr: str | None, port: str | None, err_text: str | None):
+    err = errno_of(err_text)
+    fid = connect_failure(via, addr, err)
+    if fid is None:
+        return None
+    where = f"{addr}:{port}" if addr and port else (addr or "a peer")
+    who = {"store": "the master's store", "nccl": "NCCL", "gloo": "Gloo"}[via]
+    return fid, f"{who}: connect to {where} {_errtext(err, err_text)}"
+
+
+def decide_store_connect(groups: tuple) -> tuple[str, str] | None:
+    """(address, port, errno) of a c10d client socket that failed to connect."""
+    addr, port, err = groups[:3]
+    return _connect_verdict("store", addr, port, err)
+
+
+def decide_nccl_connect(groups: tuple) -> tuple[str, str] | None:
+    """(address, errno text or number) of an NCCL socket connect; address may be None (old NCCL)."""
+    addr, err = groups[:2]
+    return _connect_verdict("nccl", addr, None, err)
+
+
+def decide_gloo_connect(groups: tuple) -> tuple[str, str] | None:
+    """Gloo's pair: (address, errno text) or (errno text, address), whichever the wording gives."""
+    a, b = groups[:2]
+    addr, err = (a, b) if errno_of(b) is not None else (b, a)
+    return _connect_verdict("gloo", addr, None, err)
+
+
+def decide_master_name(groups: tuple) -> tuple[str, str] | None:
+    """(master address as given, port): an all-digit name or a netmask is no address of the master."""
+    addr, port = groups[:2]
+    if address_kind(addr) == "not-a-host":
+        return "bad-master-addr", f"{addr} is not a usable master address (port {port})"
+    return None
+
+
+# ---- signals and exit codes ------------------------------------------------------------------------
+_BY_SIGNAL = {signal.SIGSEGV: "segfault-exit-11", signal.SIGKILL: "host-oom-exit-9"}
+
+
+def signal_of_exit(rc: int) -> int | None:
+    """The signal a process died of: Python reports -N, a shell 128+N."""
+    if rc < 0:
+        return -rc
+    if 128 < rc < 160:
+        return rc - 128
+    return None
+
+
+def signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def decide_signal(groups: tuple) -> tuple[str, str] | None:
+    """(signal number,) of a worker that died of a signal."""
+    try:
+        num = abs(int(groups[0]))
+    except (TypeError, ValueError):
+        return None
+    fid = _BY_SIGNAL.get(num)  # type: ignore[call-overload]
+    return (fid, f"a worker died of {signal_name(num)} ({num})") if fid else None
+
+
+# ---- InfiniBand asynchronous events (ibv_event_type_str) -------------------------------------------
+def decide_ib_event(groups: tuple) -> tuple[str, str] | None:
+    """(event text,): errors and catastrophic events are fatal; 'port active', 'LID change',
+    'client reregistration', 'GID table change'... are news, not failures."""
+    event = (groups[0] or "").strip()
+    low = event.lower()
+    if "error" in low or "catastrophic" in low or "fatal" in low:
+        return "ib-async-fatal-event", f"the HCA reported '{event}'"
+    return None

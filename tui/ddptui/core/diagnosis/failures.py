@@ -1,0 +1,71 @@
+"""Never leave a failed node unexplained: the failure signs each node showed (rules.FAILURE_SIGNS)
+and its exit code, kept so that `unrecognized-failure` can say what failed when no rule knew why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .classify import signal_name, signal_of_exit
+from .model import Evidence
+from .rules import Sign
+
+
+@dataclass
+class NodeFailure:
+    traceback_at: int = 0  # the line of the first "Traceback (most recent call last)"
+    exception: tuple[int, str] | None = None  # the first traceback's exception line (or the first one seen)
+    warn: tuple[int, str] | None = None  # the first NCCL WARN that is no known notice
+    exit: tuple[int, str] | None = None  # the first line that says the exit code or the signal
+    rc: int | None = None  # the exit code the runner reported (node_exited)
+    stopped: bool = False  # a traceback ended in a benign exception (the agent was told to stop)
+
+    @property
+    def failed(self) -> bool:
+        """Any failure sign; a traceback cut before its exception line counts, one that ends in a stop does not."""
+        return bool(self.exception or self.warn or self.exit or self.rc or (self.traceback_at and not self.stopped))
+
+
+@dataclass
+class Failures:
+    nodes: dict[str, NodeFailure] = field(default_factory=dict)
+
+    def sign(self, node: str, sign: Sign, n: int, line: str, m: re.Match) -> None:
+        nf = self.nodes.setdefault(node, NodeFailure())
+        if any(b.search(line) for b in sign.compiled):
+            nf.stopped = nf.stopped or sign.kind == "exception"
+            return
+        if sign.ok_values and m.groups() and m.group(1) in sign.ok_values:
+            return
+        text = line.strip()
+        if sign.kind == "traceback":
+            nf.traceback_at = nf.traceback_at or n
+        elif sign.kind == "exception":
+            # the exception line that ends the first traceback wins over one seen before it
+            if nf.exception is None or (nf.traceback_at and nf.exception[0] < nf.traceback_at):
+                nf.exception = (n, text)
+        elif sign.kind == "warn":
+            nf.warn = nf.warn or (n, text)
+        elif sign.kind == "exit":
+            nf.exit = nf.exit or (n, text)
+
+    def exited(self, node: str, rc: int) -> None:
+        nf = self.nodes.setdefault(node, NodeFailure())
+        nf.rc = rc
+
+    def unexplained(self, explained: set[str]) -> tuple[list[str], str, list[Evidence]]:
+        """The nodes that failed with no finding of their own, what each showed, and the evidence."""
+        nodes, parts, evidence = [], [], []
+        for node, nf in self.nodes.items():
+            if not nf.failed or node in explained:
+                continue
+            nodes.append(node)
+            ev = [Evidence(node, it[0], it[1]) for it in (nf.warn, nf.exception, nf.exit) if it]
+            if nf.rc:
+                sig = signal_of_exit(nf.rc)
+                ev.append(Evidence(node, 0, f"exit code {nf.rc}" + (f" ({signal_name(sig)})" if sig else "")))
+            evidence += ev
+            first = nf.exception or nf.warn or nf.exit
+            parts.append(f"{node}: {first[1][:160] if first else ev[-1].text if ev else 'failed'}")
+        return nodes, "; ".join(parts), evidence
