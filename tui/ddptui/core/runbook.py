@@ -23,9 +23,10 @@ from .events import (
     Event, FindingRaised, NodeOutput, NodeState, PlaybookRevised, RunFinished, RunStarted, Sink, StepChanged,
 )
 from .fixes import Proposal, write_revision
-from .launch.nodes import NodeRun, connect, fan_out
+from .launch.nodes import NodeRun, connect, fan_out, run_shell
 from .launch.orchestrator import Orchestrator
-from .launch.plan import NodePlan, env_for
+from .launch.plan import NodePlan
+from .launch.summary import record_revisions, run_summary
 from .logs.rundir import RunDir
 from .playbook.model import Playbook, Step
 from .states import NodeStatus, StepState
@@ -230,21 +231,8 @@ class Runbook:
 
     def _shell(self, step: Step) -> str:
         self._ensure_connected()
-        names = list(step.nodes) or list(self._nodes)
-
-        def one(nr: NodeRun) -> None:
-            r = nr.transport.run([], shell=step.run, env=env_for(self.pb, nr.spec),
-                                 timeout=step.timeout or self.pb.ssh.command_timeout)
-            lines = (r.stdout + r.stderr).splitlines() or [f"(no output, rc={r.rc})"]
-            first = self._ensure_run_dir().append(nr.name, lines)
-            self._sink(NodeOutput(nr.name, tuple(lines), first))
-            if r.rc != 0:
-                raise StepFailed(f"rc={r.rc}" if r.rc is not None else "timed out")
-
-        errors = fan_out([self._nodes[n] for n in names], one)
-        if errors:
-            raise StepFailed("; ".join(f"{n}: {e}" for n, e in errors.items()))
-        return f"ran on {len(names)} node{'s' if len(names) != 1 else ''}"
+        return run_shell(self.pb, step, [self._nodes[n] for n in (step.nodes or self._nodes)],
+                         self._ensure_run_dir, self._sink)
 
     # ---- lifecycle ----------------------------------------------------------------------------------
     def stop_job(self, wait: bool = True) -> None:
@@ -266,38 +254,13 @@ class Runbook:
         self.wait_idle(60)  # the stopped job's watch step returns once its processes are gone
         path = write_revision(proposal)
         new = Runbook(load_playbook(path), self._sink, self._runs_dir, self._factory)
-        rd = new._ensure_run_dir()
-        history = rd.path / "revisions"  # the playbooks this one was made from, oldest first
-        history.mkdir(mode=0o700, exist_ok=True)
-        if self.run_dir is not None and (self.run_dir.path / "revisions").is_dir():
-            for old in sorted((self.run_dir.path / "revisions").glob("*.yaml")):
-                (history / old.name).write_text(old.read_text(encoding="utf-8"), encoding="utf-8")
-        (history / Path(self.pb.path or "playbook.yaml").name).write_text(self.pb.source, encoding="utf-8")
+        record_revisions(new._ensure_run_dir(), self.run_dir, self.pb)
         new.emit(PlaybookRevised(str(path), ",".join(dict.fromkeys(proposal.ids)), proposal.diff))
         return new
 
     def summary(self) -> dict:
-        nodes = {}
-        for nr in self._nodes.values():
-            p, plan = nr.process, nr.plan
-            nodes[nr.name] = {
-                "role": plan.role if plan else ("master" if nr.name == self.pb.master else "worker"),
-                "node_rank": plan.node_rank if plan else None,
-                "ranks": [plan.ranks.start, plan.ranks.stop - 1] if plan else None,
-                "state": nr.state, "error": nr.error,
-                "exit_code": p.returncode if p else None, "pid": p.pid if p else None,
-                "pgid": p.pgid if p else None, "lost": p.lost if p else False,
-                "started": nr.started_at, "ended": nr.ended_at,
-                "log": str(self.run_dir.log_path(nr.name)) if self.run_dir else None,
-                "command": plan.shell_line() if plan else None,
-                "root_cause": nr.agent.root_cause, "world_size": nr.agent.world_size,
-            }
-        return {"playbook": self.pb.name, "run_id": self.run_dir.run_id if self.run_dir else None,
-                "started": self._started, "ended": time.time(),
-                "ok": all(s.done for s in self.states.values()),
-                "steps": dict(self.states), "nodes": nodes, "results": list(self.results),
-                "first_failure": self.first_failure(), "detached": dict(self.detached),
-                "findings": [f.to_json() for f in self.findings()]}
+        return run_summary(self.pb, self._nodes, self.states, self.run_dir, self._started, self.launch,
+                           self.findings())
 
     def _write_summary(self) -> None:
         if self.run_dir is not None:

@@ -84,3 +84,25 @@ def connect(nr: NodeRun, factory: Callable[[Playbook, str], Transport], pb: Play
     nr.error = None
     nr.python = python_for(pb, nr.spec, t.kind)
     set_state(nr, NodeStatus.CONNECTED, f"{t.kind} {t.address or ''}".strip())
+
+
+def run_shell(pb: Playbook, step, nodes: list[NodeRun], run_dir: Callable[[], object],
+              sink: Callable[[object], None]) -> str:
+    """A `shell` step: its command on each node at once, with the job's env; output to the node's
+    log and the consumers; StepFailed names each node where it did not exit 0."""
+    from ..errors import StepFailed
+    from ..events import NodeOutput
+
+    def one(nr: NodeRun) -> None:
+        r = nr.transport.run([], shell=step.run, env=env_for(pb, nr.spec),
+                             timeout=step.timeout or pb.ssh.command_timeout)
+        lines = (r.stdout + r.stderr).splitlines() or [f"(no output, rc={r.rc})"]
+        first = run_dir().append(nr.name, lines)
+        sink(NodeOutput(nr.name, tuple(lines), first))
+        if r.rc != 0:
+            raise StepFailed(f"rc={r.rc}" if r.rc is not None else "timed out")
+
+    errors = fan_out(nodes, one)
+    if errors:
+        raise StepFailed("; ".join(f"{n}: {e}" for n, e in errors.items()))
+    return f"ran on {len(nodes)} node{'s' if len(nodes) != 1 else ''}"

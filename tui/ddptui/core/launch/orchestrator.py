@@ -146,28 +146,10 @@ class Orchestrator:
 
     def wait_master(self, timeout: float) -> str:
         """Until the master's rendezvous port accepts a connection from the first worker."""
-        master = self.master
-        if master.process is None:
+        if self.master.process is None:
             raise StepFailed("the master was not launched: run launch-master first")
-        addr, port = self.master_addr(), self.pb.job.master_port
-        probe_from = (self.workers or [master])[0]
-        deadline = time.monotonic() + timeout
-        last = ""
-        while time.monotonic() < deadline:
-            if not master.process.running:
-                raise StepFailed(f"torchrun on {master.name} exited ({master.process.returncode}) before its port "
-                                 f"{port} listened. Its last lines:\n{self._tail(master)}")
-            r = probe_from.transport.run([probe_from.python, "-c", PORT_PROBE, addr, str(port)], timeout=10)
-            if r.rc == 0:
-                return f"{addr}:{port} listens (seen from {probe_from.name})"
-            last = (r.stdout or r.stderr).strip()
-            time.sleep(0.3)
-        raise StepFailed(f"{addr}:{port} did not listen within {timeout:g} s (seen from {probe_from.name}: {last}). "
-                         f"The master's last lines:\n{self._tail(master) or '(none)'}")
-
-    @staticmethod
-    def _tail(nr: NodeRun) -> str:
-        return "\n".join(list(nr.tail)[-8:])
+        return wait_for_port(self.master, (self.workers or [self.master])[0], self.master_addr(),
+                             self.pb.job.master_port, timeout)
 
     def launch_workers(self) -> str:
         workers = self.workers
@@ -304,3 +286,25 @@ def describe_failure(ff: dict) -> str:
     if ff.get("signal"):
         parts.append(f"({ff['signal']})")
     return " ".join(parts)
+
+
+def _tail(nr: NodeRun) -> str:
+    return "\n".join(list(nr.tail)[-8:])
+
+
+def wait_for_port(master: NodeRun, probe_from: NodeRun, addr: str, port: int, timeout: float) -> str:
+    """Probe addr:port from `probe_from` until it accepts; StepFailed with the master's last lines if
+    its torchrun exits first or the time runs out."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if not master.process.running:
+            raise StepFailed(f"torchrun on {master.name} exited ({master.process.returncode}) before its port "
+                             f"{port} listened. Its last lines:\n{_tail(master)}")
+        r = probe_from.transport.run([probe_from.python, "-c", PORT_PROBE, addr, str(port)], timeout=10)
+        if r.rc == 0:
+            return f"{addr}:{port} listens (seen from {probe_from.name})"
+        last = (r.stdout or r.stderr).strip()
+        time.sleep(0.3)
+    raise StepFailed(f"{addr}:{port} did not listen within {timeout:g} s (seen from {probe_from.name}: {last}). "
+                     f"The master's last lines:\n{_tail(master) or '(none)'}")

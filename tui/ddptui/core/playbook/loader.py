@@ -11,14 +11,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import yaml
-from yaml.constructor import SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from ..errors import PlaybookError, Problem
-from ..hostlist import HostlistError, expand_hostlist
+from .fields import _Ctx, _choice, _env, _hostlist, _kind, _mapping, _port, _positive, _str_list, _typed
 from .model import (
     BUILTIN_SCRIPTS,
     DEFAULT_STEPS,
@@ -51,172 +49,6 @@ def workloads_dir() -> Path:
 def resolve_builtin(script: str) -> Path | None:
     name = BUILTIN_SCRIPTS.get(script)
     return workloads_dir() / name if name else None
-
-
-class _Ctx:
-    def __init__(self, path: str, text: str) -> None:
-        self.path = path
-        self.lines = text.splitlines()
-        self.problems: list[Problem] = []
-        self._constructor = SafeConstructor()
-
-    def add(self, node: Node | None, message: str, hint: str = "", width: int | None = None) -> None:
-        line = col = 1
-        if node is not None:
-            line, col = node.start_mark.line + 1, node.start_mark.column + 1
-            if width is None:
-                end = node.end_mark
-                width = end.column - node.start_mark.column if end.line == node.start_mark.line else 1
-        src = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        self.problems.append(Problem(self.path, line, col, message, hint, src, max(1, width or 1)))
-
-    def value(self, node: Node) -> Any:
-        return self._constructor.construct_object(node, deep=True)
-
-
-_TYPE_WORDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-               list: "a list", dict: "a mapping"}
-
-
-def _kind(node: Node) -> str:
-    if isinstance(node, MappingNode):
-        return "a mapping"
-    if isinstance(node, SequenceNode):
-        return "a list"
-    tag = node.tag.rsplit(":", 1)[-1]
-    return {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
-            "null": "empty"}.get(tag, tag)
-
-
-def _mapping(ctx: _Ctx, node: Node, where: str, allowed: tuple[str, ...],
-             required: tuple[str, ...] = (), owner: Node | None = None) -> dict[str, tuple[Node, Node]]:
-    """Keys of a mapping with their key and value nodes; reports unknown, duplicate, missing."""
-    if not isinstance(node, MappingNode):
-        ctx.add(node, f"{where} must be a mapping, not {_kind(node)}")
-        return {}
-    out: dict[str, tuple[Node, Node]] = {}
-    for knode, vnode in node.value:
-        if not isinstance(knode, ScalarNode):
-            ctx.add(knode, f"a key in {where} must be a plain name")
-            continue
-        key = str(knode.value)
-        if key in out:
-            first = out[key][0].start_mark.line + 1
-            ctx.add(knode, f"duplicate key {key!r} in {where} (first set on line {first})",
-                    "YAML keeps only the last value; remove one of them")
-            continue
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(allowed)
-            msg = f"unknown key {key!r} in {where}"
-            if close:
-                msg += f" (did you mean {close[0]!r}?)"
-                hint = f"rename it to {close[0]!r}"
-            ctx.add(knode, msg, hint)
-            continue
-        out[key] = (knode, vnode)
-    for key in required:
-        if key not in out:
-            at = owner if owner is not None else node
-            ctx.add(at, f"missing required key {key!r} in {where}", f"add `{key}:` to {where}",
-                    len(str(getattr(at, "value", ""))) if owner is not None else 1)
-    return out
-
-
-def _typed(ctx: _Ctx, node: Node, where: str, typ: type | tuple[type, ...],
-           check: Callable[[Any], str | None] | None = None) -> Any:
-    """The value of a scalar of the given type, or None after reporting a problem."""
-    types = typ if isinstance(typ, tuple) else (typ,)
-    want = " or ".join(_TYPE_WORDS[t] for t in types)
-    if not isinstance(node, ScalarNode):
-        ctx.add(node, f"{where} must be {want}, not {_kind(node)}")
-        return None
-    val = ctx.value(node)
-    ok = isinstance(val, types) and not (isinstance(val, bool) and bool not in types)
-    if not ok and float in types and isinstance(val, int) and not isinstance(val, bool):
-        val, ok = float(val), True
-    if not ok:
-        ctx.add(node, f"{where} must be {want}, not {_kind(node)} ({node.value!r})",
-                f"write {want}" + (", e.g. 2" if int in types else ""))
-        return None
-    if check:
-        msg = check(val)
-        if msg:
-            ctx.add(node, f"{where} {msg}")
-            return None
-    return val
-
-
-def _choice(ctx: _Ctx, node: Node, where: str, choices: tuple[str, ...]) -> str | None:
-    val = _typed(ctx, node, where, str)
-    if val is None:
-        return None
-    if val not in choices:
-        close = difflib.get_close_matches(val, choices, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else ""
-        ctx.add(node, f"{where} must be one of {', '.join(choices)}, not {val!r}", hint)
-        return None
-    return val
-
-
-def _positive(v: Any) -> str | None:
-    return None if v > 0 else "must be greater than 0"
-
-
-def _port(v: Any) -> str | None:
-    return None if 1 <= v <= 65535 else "must be a port number between 1 and 65535"
-
-
-def _env(ctx: _Ctx, node: Node, where: str) -> tuple[tuple[str, str], ...]:
-    if not isinstance(node, MappingNode):
-        ctx.add(node, f"{where} must be a mapping of NAME: value, not {_kind(node)}")
-        return ()
-    out: dict[str, str] = {}
-    for knode, vnode in node.value:
-        key = str(getattr(knode, "value", ""))
-        if not ENV_NAME.match(key):
-            ctx.add(knode, f"{key!r} in {where} is not a valid environment variable name")
-            continue
-        if key in out:
-            ctx.add(knode, f"duplicate key {key!r} in {where}", "remove one of them")
-            continue
-        if not isinstance(vnode, ScalarNode):
-            ctx.add(vnode, f"{where}.{key} must be a string or number, not {_kind(vnode)}")
-            continue
-        val = ctx.value(vnode)
-        if val is None:
-            ctx.add(vnode, f"{where}.{key} is empty", "quote an empty value: \"\"")
-            continue
-        out[key] = ("1" if val else "0") if isinstance(val, bool) else str(val)
-    return tuple(out.items())
-
-
-def _str_list(ctx: _Ctx, node: Node, where: str) -> tuple[str, ...]:
-    if not isinstance(node, SequenceNode):
-        ctx.add(node, f"{where} must be a list, not {_kind(node)}", f'write it as [{node.value!r}]'
-                if isinstance(node, ScalarNode) else "")
-        return ()
-    out = []
-    for item in node.value:
-        if isinstance(item, ScalarNode) and ctx.value(item) is not None:
-            out.append(str(ctx.value(item)))
-        else:
-            ctx.add(item, f"each item of {where} must be a string, not {_kind(item)}")
-    return tuple(out)
-
-
-def _hostlist(ctx: _Ctx, node: ScalarNode, where: str) -> list[str]:
-    expr = str(node.value)
-    try:
-        return expand_hostlist(expr)
-    except HostlistError as e:
-        line, col = node.start_mark.line + 1, node.start_mark.column + 1
-        quoted = node.style in ("'", '"')
-        col += e.offset + (1 if quoted else 0)
-        src = ctx.lines[line - 1] if line <= len(ctx.lines) else ""
-        ctx.problems.append(Problem(ctx.path, line, col, f"bad hostlist {expr!r} in {where}: {e}",
-                                    "write names as node[02-04] or node02,node03", src, 1))
-        return []
 
 
 def _nodes(ctx: _Ctx, node: Node, default_transport: str) -> list[tuple[NodeSpec, Node]]:

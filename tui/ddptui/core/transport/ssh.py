@@ -20,97 +20,29 @@ import shlex
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Sequence
 
 import paramiko
 
-from ..errors import ChangedHostKey, NodeError, UnknownHostKey
+from ..errors import NodeError
 from ..playbook.model import NodeSpec, SSHOptions
 from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport
 from .known_hosts import KnownHosts, lookup_name
+from .ssh_auth import authenticate, check_host_key
+from .ssh_config import Target, _load_config, _parse_hop, resolve  # noqa: F401  (resolve: used by tests and bench)
 
 # paramiko logs handshake failures with tracebacks; we turn them into words ourselves.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 # Exported before the command runs: the node's shell init has run by then, so ours wins.
 ENV_PRELUDE = 'while IFS= read -r kv && [ -n "$kv" ]; do export "$kv"; done; '
-DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 # Still offered by paramiko 5 and worth refusing, as current OpenSSH does by default.
 DISABLED_ALGORITHMS = {
     "ciphers": ["3des-cbc", "aes128-cbc", "aes192-cbc", "aes256-cbc"],
     "macs": ["hmac-sha1", "hmac-md5", "hmac-sha1-96", "hmac-md5-96"],
 }
 MAX_SESSIONS = 8  # sshd allows 10 per connection by default; leave room for the launch
-
-
-@dataclass
-class Target:
-    """One host to reach, as ssh_config and the playbook resolve it."""
-
-    alias: str
-    hostname: str
-    port: int = 22
-    user: str = field(default_factory=lambda: os.environ.get("USER") or "root")
-    identities: list[str] = field(default_factory=list)
-    identities_only: bool = False
-    proxy_jump: list[str] = field(default_factory=list)
-    connect_timeout: float = 10.0
-    keepalive: int = 15
-    known_hosts_files: list[Path] = field(default_factory=list)
-    host_key_alias: str | None = None
-    strict: str = "yes"  # yes | accept-new
-
-
-def _load_config(path: Path | None) -> paramiko.SSHConfig:
-    p = Path(path).expanduser() if path else Path("~/.ssh/config").expanduser()
-    if p.is_file():
-        return paramiko.SSHConfig.from_path(str(p))
-    return paramiko.SSHConfig()
-
-
-def resolve(alias: str, cfg: paramiko.SSHConfig, opts: SSHOptions, *, host: str | None = None,
-            user: str | None = None, port: int | None = None) -> Target:
-    c = cfg.lookup(alias)
-    ids = c.get("identityfile") or []
-    jump = c.get("proxyjump")
-    jumps = [] if not jump or jump.lower() == "none" else [h.strip() for h in jump.split(",") if h.strip()]
-    khf = c.get("userknownhostsfile")
-    files = [Path(os.path.expanduser(f)) for f in (khf.split() if khf else ["~/.ssh/known_hosts", "~/.ssh/known_hosts2"])]
-    files.append(Path("/etc/ssh/ssh_known_hosts"))
-    strict = str(c.get("stricthostkeychecking", "yes")).lower()
-    return Target(
-        alias=alias,
-        hostname=host or c.get("hostname", alias),
-        port=port or int(c.get("port", 22)),
-        user=user or c.get("user") or os.environ.get("USER") or "root",
-        identities=[os.path.expanduser(i) for i in ids],
-        identities_only=c.as_bool("identitiesonly") if "identitiesonly" in c else False,
-        proxy_jump=jumps,
-        connect_timeout=float(c.get("connecttimeout", opts.connect_timeout)),
-        keepalive=int(c.get("serveraliveinterval", opts.keepalive)),
-        known_hosts_files=files,
-        host_key_alias=c.get("hostkeyalias"),
-        strict="accept-new" if strict == "accept-new" else "yes",
-    )
-
-
-def _parse_hop(spec: str) -> tuple[str | None, str, int | None]:
-    """'user@host:port' -> (user, host, port)."""
-    user = None
-    if "@" in spec:
-        user, spec = spec.rsplit("@", 1)
-    port = None
-    if spec.startswith("["):
-        host, _, rest = spec[1:].partition("]")
-        port = int(rest[1:]) if rest.startswith(":") else None
-    elif spec.count(":") == 1:
-        host, p = spec.split(":")
-        port = int(p)
-    else:
-        host = spec
-    return user, host, port
 
 
 class SSHProcess(RemoteProcess):
@@ -249,93 +181,12 @@ class SSHTransport(Transport):
 
     def _check_host_key(self, target: Target, kh: KnownHosts, name: str, key: paramiko.PKey,
                         t: paramiko.Transport) -> None:
-        verdict = kh.verify(name, key)
-        if verdict == "known":
-            return
-        files = ", ".join(str(f) for f in target.known_hosts_files[:1])
-        if verdict == "changed":
-            t.close()
-            expected = kh.known_keys(name)[0]
-            raise ChangedHostKey(
-                self.node,
-                "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@ "
-                f"The {key.get_name()} host key of {name} is now {key.fingerprint}, but known_hosts "
-                f"({kh.where(name) or files}) says {expected.fingerprint}. Someone could be eavesdropping "
-                "on you right now (man-in-the-middle), or the host was reinstalled. ddptui refuses to "
-                f"connect; if the change is expected, remove the old key with `ssh-keygen -R {name}` and connect again.",
-                "hostkey-changed", hostname=name, fingerprint=key.fingerprint,
-                expected_fingerprint=expected.fingerprint, known_hosts=files)
-        accept = self.settings.accept_new_host_keys or target.strict == "accept-new"
-        if not accept and self.settings.confirm_host_key is not None:
-            accept = bool(self.settings.confirm_host_key(self.node, name, key.get_name(), key.fingerprint))
-        if not accept:
-            t.close()
-            raise UnknownHostKey(
-                self.node,
-                f"host key of {name} is not known ({key.get_name()} {key.fingerprint}); check the "
-                "fingerprint with the node's admin, then accept it in the TUI or pass --accept-new-host-keys",
-                "hostkey-unknown", hostname=name, key_type=key.get_name(), fingerprint=key.fingerprint,
-                key_base64=key.get_base64(), known_hosts=files)
-        saved = kh.add(name, key)
-        self.notes.append(f"added {name} ({key.get_name()} {key.fingerprint}) to {saved}")
+        note = check_host_key(self.node, self.settings, target, kh, name, key, t)
+        if note:
+            self.notes.append(note)
 
     def _auth(self, target: Target, t: paramiko.Transport) -> None:
-        tried: list[str] = []
-        if not target.identities_only:
-            try:
-                agent_keys = paramiko.Agent().get_keys()
-            except Exception:
-                agent_keys = ()
-            for k in agent_keys:
-                tried.append(f"agent key {k.fingerprint}")
-                if self._try_key(t, target.user, k):
-                    return
-        paths = target.identities or ([] if target.identities_only else [os.path.expanduser(p) for p in DEFAULT_IDENTITIES])
-        for path in paths:
-            if not os.path.exists(path):
-                if target.identities:
-                    tried.append(f"{path} (missing)")
-                continue
-            key = self._load_key(path, tried)
-            if key is None:
-                continue
-            tried.append(f"{path} ({key.fingerprint})")
-            if self._try_key(t, target.user, key):
-                return
-        self.tried_keys = tried
-        t.close()
-        what = ", ".join(tried) if tried else "no keys at all (no agent, no IdentityFile, no ~/.ssh/id_*)"
-        raise NodeError(self.node, f"authentication failed for {target.user}@{target.hostname}:{target.port}; "
-                                   f"tried {what}", "auth")
-
-    def _load_key(self, path: str, tried: list[str]) -> paramiko.PKey | None:
-        try:
-            return paramiko.PKey.from_path(path)
-        except (paramiko.PasswordRequiredException, TypeError):
-            # paramiko 5 raises cryptography's TypeError ("password-protected") for OpenSSH keys
-            ask = self.settings.ask_passphrase
-            phrase = ask(self.node, path) if ask else None
-            if not phrase:
-                tried.append(f"{path} (needs a passphrase)")
-                return None
-            try:
-                return paramiko.PKey.from_path(path, password=phrase.encode())
-            except (paramiko.SSHException, ValueError, TypeError):
-                tried.append(f"{path} (wrong passphrase)")
-                return None
-        except (paramiko.SSHException, ValueError, OSError) as e:
-            tried.append(f"{path} (unreadable: {e})")
-            return None
-
-    @staticmethod
-    def _try_key(t: paramiko.Transport, user: str, key: paramiko.PKey) -> bool:
-        try:
-            t.auth_publickey(user, key)
-        except paramiko.AuthenticationException:
-            return False
-        except paramiko.SSHException:
-            return False
-        return t.is_authenticated()
+        self.tried_keys = authenticate(self.node, self.settings, target, t)
 
     def alive(self, timeout: float) -> bool:
         """Does the node still answer? A keepalive request with a reply (any reply will do)."""

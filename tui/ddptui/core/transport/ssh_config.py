@@ -1,0 +1,86 @@
+"""Where `ssh NAME` would go: ~/.ssh/config through paramiko's SSHConfig, the playbook's values on top.
+
+HostName, User, Port, IdentityFile, IdentitiesOnly, ProxyJump (hops parsed here; paramiko parses
+the keyword but never uses it), ConnectTimeout, ServerAliveInterval, UserKnownHostsFile and
+StrictHostKeyChecking=accept-new.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+
+from ..playbook.model import SSHOptions
+
+DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
+
+
+@dataclass
+class Target:
+    """One host to reach, as ssh_config and the playbook resolve it."""
+
+    alias: str
+    hostname: str
+    port: int = 22
+    user: str = field(default_factory=lambda: os.environ.get("USER") or "root")
+    identities: list[str] = field(default_factory=list)
+    identities_only: bool = False
+    proxy_jump: list[str] = field(default_factory=list)
+    connect_timeout: float = 10.0
+    keepalive: int = 15
+    known_hosts_files: list[Path] = field(default_factory=list)
+    host_key_alias: str | None = None
+    strict: str = "yes"  # yes | accept-new
+
+
+def _load_config(path: Path | None) -> paramiko.SSHConfig:
+    p = Path(path).expanduser() if path else Path("~/.ssh/config").expanduser()
+    if p.is_file():
+        return paramiko.SSHConfig.from_path(str(p))
+    return paramiko.SSHConfig()
+
+
+def resolve(alias: str, cfg: paramiko.SSHConfig, opts: SSHOptions, *, host: str | None = None,
+            user: str | None = None, port: int | None = None) -> Target:
+    c = cfg.lookup(alias)
+    ids = c.get("identityfile") or []
+    jump = c.get("proxyjump")
+    jumps = [] if not jump or jump.lower() == "none" else [h.strip() for h in jump.split(",") if h.strip()]
+    khf = c.get("userknownhostsfile")
+    files = [Path(os.path.expanduser(f)) for f in (khf.split() if khf else ["~/.ssh/known_hosts", "~/.ssh/known_hosts2"])]
+    files.append(Path("/etc/ssh/ssh_known_hosts"))
+    strict = str(c.get("stricthostkeychecking", "yes")).lower()
+    return Target(
+        alias=alias,
+        hostname=host or c.get("hostname", alias),
+        port=port or int(c.get("port", 22)),
+        user=user or c.get("user") or os.environ.get("USER") or "root",
+        identities=[os.path.expanduser(i) for i in ids],
+        identities_only=c.as_bool("identitiesonly") if "identitiesonly" in c else False,
+        proxy_jump=jumps,
+        connect_timeout=float(c.get("connecttimeout", opts.connect_timeout)),
+        keepalive=int(c.get("serveraliveinterval", opts.keepalive)),
+        known_hosts_files=files,
+        host_key_alias=c.get("hostkeyalias"),
+        strict="accept-new" if strict == "accept-new" else "yes",
+    )
+
+
+def _parse_hop(spec: str) -> tuple[str | None, str, int | None]:
+    """'user@host:port' -> (user, host, port)."""
+    user = None
+    if "@" in spec:
+        user, spec = spec.rsplit("@", 1)
+    port = None
+    if spec.startswith("["):
+        host, _, rest = spec[1:].partition("]")
+        port = int(rest[1:]) if rest.startswith(":") else None
+    elif spec.count(":") == 1:
+        host, p = spec.split(":")
+        port = int(p)
+    else:
+        host = spec
+    return user, host, port
