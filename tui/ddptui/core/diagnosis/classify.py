@@ -119,6 +119,24 @@ def decide_master_name(groups: tuple) -> tuple[str, str] | None:
     return None
 
 
+# getaddrinfo's errors (glibc netdb.h): EAI_AGAIN, "Temporary failure in name resolution", means no
+# resolver answered for the name at all; EAI_NONAME/EAI_NODATA for an IPv6 lookup only say that the
+# name has no IPv6 address, which is common and harmless where IPv4 works
+EAI_AGAIN = -3
+
+
+def decide_gai(groups: tuple) -> tuple[str, str] | None:
+    """(address family, host name, port, gai error) of c10d's lookup of a host name."""
+    family, host, _port, err = groups[:4]
+    try:
+        code = int(err)
+    except (TypeError, ValueError):
+        return None
+    if code == EAI_AGAIN or family == "IPv4":
+        return "hostname-resolution", f"the host name {host} does not resolve (getaddrinfo error {code})"
+    return None
+
+
 # ---- signals and exit codes ------------------------------------------------------------------------
 _BY_SIGNAL = {signal.SIGSEGV: "segfault-exit-11", signal.SIGKILL: "host-oom-exit-9"}
 

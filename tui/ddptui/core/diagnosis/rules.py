@@ -134,6 +134,13 @@ RULES: tuple[Rule, ...] = (
          summary="a host name published by the rendezvous does not resolve"),
     Rule("master-not-started", (r"host not found",), summary="the master's name does not resolve (yet)"),
     Rule("bad-socket-ifname", (r"Unable to find address for: (\S+)",), summary="no address for interface {0}"),
+    # NCCL's interface filter let nothing through (its WARN, or the "Last error:" of an ncclInternalError)
+    Rule("bad-socket-ifname", (r"Bootstrap : no socket interface found",),
+         summary="NCCL found no interface that NCCL_SOCKET_IFNAME (or its default filter) allows"),
+    # c10d's getaddrinfo of a host name: the address family and the gai error decide
+    Rule("hostname-resolution",
+         (r"The (IPv[46]) network addresses of \(([^,\s]+), (\d+)\) cannot be retrieved \(gai error: (-?\d+)",),
+         decide=C.decide_gai),
     Rule("missing-rank", (r"waiting for clients\. (\d+)/(\d+) clients joined",),
          summary="{0} of {1} nodes joined the master's store"),
     Rule("missing-rank", (r"store based barrier .*\(world_size=(\d+), worker_count=(\d+)",),
@@ -144,8 +151,9 @@ RULES: tuple[Rule, ...] = (
     Rule("ib-async-fatal-event", (r"NET/IB : (\S+) async fatal event",), summary="fatal event on {0}"),
     Rule("ib-async-fatal-event", (r"NET/IB : Got async event : ([\w ]+)",), decide=C.decide_ib_event),
     Rule("gpu-count-short", (r"invalid device ordinal", r"no CUDA-capable device is detected")),
+    # a silent hang: not where init completed, nor where NCCL itself reported an error (that is the cause)
     Rule("p2p-hang", (r"via P2P/IPC",),
-         at_end=True, absent=(r"Init COMPLETE", r"ncclCommInitRank comm .* - Init COMPLETE")),
+         at_end=True, absent=(r"Init COMPLETE", r"ncclCommInitRank comm .* - Init COMPLETE", r" WARN (?!Failed to open lib)")),
 )
 
 
