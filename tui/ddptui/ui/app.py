@@ -27,6 +27,9 @@ T = TypeVar("T")
 
 class DdptuiApp(App):
     CSS_PATH = "ddptui.tcss"
+    # the screen gets -narrow below 120 columns (the step list becomes a rail), -wide from there
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (40, "-tall")]  # dialogs scroll their body sooner
     TITLE = "ddptui"
 
     def __init__(self, playbook: Path | None = None, runs_dir: Path | None = None,

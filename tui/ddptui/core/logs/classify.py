@@ -6,6 +6,8 @@ anything else that wants to sort lines by severity (a report, the CLI) can use t
 
 from __future__ import annotations
 
+import re
+
 # The kinds line_kind returns.
 KINDS = ("warn", "error", "result", "command", "info", "plain")
 
@@ -15,6 +17,8 @@ FILTERS = ("all", "NCCL", "warnings+errors")
 
 def line_kind(s: str) -> str:
     """warn, error, result, command, info or plain: what a log line is, for colours and filters."""
+    if s.startswith("[") and "]:" in s[:16]:  # torchrun's --tee prefix: [default0]:W1201 ...
+        s = s[s.index("]:") + 2:]
     if "NCCL WARN" in s or "Warning" in s or " WARN " in s or s.startswith("W1") or "] W" in s[:20]:
         return "warn"
     if ("Error" in s or "Traceback" in s or "FAILED" in s or "exitcode" in s or "error:" in s
@@ -27,6 +31,22 @@ def line_kind(s: str) -> str:
     if "NCCL INFO" in s or s.startswith("I1"):
         return "info"
     return "plain"
+
+
+# glog's prefix on torch's C++ and torchrun's Python log lines:
+# I1201 13:37:48.503000 31418 /venv/.../torch/distributed/elastic/agent/server/api.py:254] message
+_GLOG = re.compile(r"^(\[\w+\]:)?([IWEF]\d{4}) (\d\d:\d\d:\d\d)\.\d+ +\d+ (?:\S*/)?([^/\s]+/[^/\s]+?)(?:\.py|\.cpp)?:\d+\] ")
+
+
+def fold(line: str) -> str:
+    """A torch/torchrun log line with its prefix folded to level, time and source, for a pane:
+    `I1201 13:37:48 server/api] message`. Other lines, and the file on disk, are left as they are."""
+    if line[:1] not in "IWEF[" or "] " not in line:
+        return line
+    m = _GLOG.match(line)
+    if m is None:
+        return line
+    return f"{m.group(1) or ''}{m.group(2)} {m.group(3)} {m.group(4)}] {line[m.end():]}"
 
 
 def filter_cycle(nproc_per_node: int) -> list[str]:

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Static
 
 from ...core.diagnosis.model import Finding
 
@@ -36,29 +36,32 @@ class FixDialog(ModalScreen[FixChoice]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="wide"):
             f = self.finding
-            yield Label(f"Fix {f.id}: {f.summary}", id="dialog-title")
-            if f.explanation:
-                yield Label(f.explanation, classes="dim")
-            by_node: dict[str, list] = {}
-            for e in f.evidence:
-                by_node.setdefault(e.node, []).append(e)
-            with Horizontal(id="evidence-columns"):  # each node's evidence side by side
-                for node, evs in by_node.items():
-                    col = Text(node + "\n", style="bold cyan")
-                    for e in evs:
-                        col.append((f"{e.line}: " if e.line else "") + e.text[:300] + "\n")
-                    yield Static(col, classes="evidence-column")
-            yield Label(f.fix.explain if f.fix else "")
-            with VerticalScroll(id="diff-box"):
-                yield Static(diff_text(self.patch), id="diff")
-            yield Label("Apply stops the job on every node, saves the change as a new revision of the playbook "
-                        "(the original is kept) and runs it again, master first.", classes="dim")
+            yield Static(f"Fix {f.id}: {f.summary}", id="dialog-title")
+            with VerticalScroll(id="dialog-body"):  # scrolls; the buttons below stay on screen
+                yield from self._body(f)
             with Horizontal(id="dialog-buttons"):
                 yield Button("Apply and relaunch", variant="warning", id=FixChoice.APPLY_AND_RELAUNCH.value,
                              disabled=self.path is None)
                 yield Button("Save only", variant="success", id=FixChoice.SAVE_ONLY.value, disabled=self.path is None)
                 yield Button("Copy", id="copy")
                 yield Button("Dismiss", variant="primary", id=FixChoice.DISMISS.value)
+
+    def _body(self, f: Finding) -> ComposeResult:
+        if f.explanation:
+            yield Static(f.explanation, classes="dim")
+        by_node: dict[str, list] = {}
+        for e in f.evidence:
+            by_node.setdefault(e.node, []).append(e)
+        with Horizontal(id="evidence-columns"):  # each node's evidence side by side
+            for node, evs in by_node.items():
+                col = Text(node + "\n", style="bold cyan")
+                for e in evs:
+                    col.append((f"{e.line}: " if e.line else "") + e.text[:300] + "\n")
+                yield Static(col, classes="evidence-column")
+        yield Static(f.fix.explain if f.fix else "")
+        yield Static(diff_text(self.patch), id="diff")
+        yield Static("Apply stops the job on every node, saves the change as a new revision of the playbook "
+                     "(the original is kept) and runs it again, master first.", classes="dim")
 
     def copy_text(self) -> str:
         """What Copy puts on the clipboard: the env change as shell lines, or the diff."""

@@ -6,7 +6,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label
+from textual.widgets import Button, Static
 
 
 class HostKeyDialog(ModalScreen[bool]):
@@ -19,9 +19,10 @@ class HostKeyDialog(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         node, host, typ, fp = self.info
         with Vertical(id="dialog"):
-            yield Label(f"The authenticity of host '{host}' ({node}) can't be established.", id="dialog-title")
-            yield Label(f"{typ} key fingerprint is {fp}.")
-            yield Label("Accept it and save it to known_hosts?")
+            yield Static(f"The authenticity of host '{host}' ({node}) can't be established.", id="dialog-title")
+            yield Static(f"{typ} key fingerprint is:")
+            yield Static(fp, id="fingerprint")  # whole, on its own line: the user compares all of it
+            yield Static("Compare it with the one the node's admin gave you. Accept it and save it to known_hosts?")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Accept and save", variant="warning", id="yes")
                 yield Button("Refuse", variant="primary", id="no")

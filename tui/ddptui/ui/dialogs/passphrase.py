@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label
+from textual.widgets import Button, Input, Static
 
 
 class PassphraseDialog(ModalScreen[str | None]):
@@ -23,7 +23,7 @@ class PassphraseDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(f"{self.node}: the key {self.path} needs its passphrase.", id="dialog-title")
+            yield Static(f"{self.node}: the key {self.path} needs its passphrase.", id="dialog-title")
             yield Input(password=True, placeholder="passphrase", id="passphrase")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Use it", variant="primary", id="ok")

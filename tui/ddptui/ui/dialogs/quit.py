@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label
+from textual.widgets import Button, Static
 
 
 class QuitChoice(Enum):
@@ -31,8 +31,8 @@ class QuitDialog(ModalScreen[QuitChoice]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(f"The job is running on {', '.join(self.running)}.", id="dialog-title")
-            yield Label("Stop it on every node (TERM to its process group, then KILL), or leave it running: "
+            yield Static(f"The job is running on {', '.join(self.running)}.", id="dialog-title")
+            yield Static("Stop it on every node (TERM to its process group, then KILL), or leave it running: "
                         "each node then keeps the output in ~/.cache/ddptui/runs/<run>/<node>.log.")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Stop the job and quit", variant="error", id=QuitChoice.STOP.value)

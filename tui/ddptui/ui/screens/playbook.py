@@ -45,7 +45,8 @@ class PlaybookScreen(StepThroughScreen):
         Binding("2", "tab('tab-checks')", "Checks", show=False),
         Binding("3", "tab('tab-findings')", "Findings", show=False),
         Binding("4", "tab('tab-merged')", "All nodes", show=False),
-        Binding("tab", "focus_next", "Focus", show=False),
+        Binding("tab", "cycle_pane(1)", "Next pane", show=False, priority=True),
+        Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False, priority=True),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -149,6 +150,20 @@ class PlaybookScreen(StepThroughScreen):
     # ---- panes: open, filter, find, jump -------------------------------------------------------------
     def _focused_pane(self) -> NodePane:
         return enclosing_pane(self.focused) or self.pane_grid.pane(self.pb.master)
+
+    def action_cycle_pane(self, step: int) -> None:
+        """tab / shift+tab: focus the next (previous) node's pane; `c`, `/` and the arrows then act on
+        it. From outside the panes (step list, tabs), tab enters the master's pane."""
+        if self.query_one(TabbedContent).active != "tab-logs":
+            self.action_tab("tab-logs")
+        panes = self.pane_grid.panes
+        current = enclosing_pane(self.focused)
+        i = panes.index(current) + step if current in panes else (0 if step > 0 else -1)
+        pane = panes[i % len(panes)]
+        if self.pane_grid.many_nodes:
+            self.pane_grid.open(pane.node)
+        pane.log.focus()
+        self._status(Text(f"{pane.node}: c copies its command, / finds in it", style="dim"))
 
     def action_open_next_pane(self) -> None:
         self.pane_grid.open_next()

@@ -13,7 +13,7 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from ...core.states import NodeStatus
-from ...core.logs.classify import line_kind, line_matches
+from ...core.logs.classify import fold, line_kind, line_matches
 
 PANE_MAX_LINES = 5000  # lines a pane (and the all-nodes log) keeps; the full log is on disk
 
@@ -117,21 +117,22 @@ class NodePane(Vertical):
                 return
         log = self.log
         at_bottom = log.scroll_offset.y >= log.max_scroll_y - 1
-        log.write_lines(lines, scroll_end=at_bottom)
+        log.write_lines([fold(x) for x in lines], scroll_end=at_bottom)
 
     def set_filter(self, flt: str) -> None:
         """Show only the lines that match, from what the pane holds; new lines are filtered too."""
         self.filter = flt
         log = self.log
         log.clear()
-        log.write_lines([x for x in self.buffer if line_matches(x, flt)], scroll_end=True)
+        log.write_lines([fold(x) for x in self.buffer if line_matches(x, flt)], scroll_end=True)
         self.border_subtitle = "" if flt == "all" else f"filter: {flt}"
 
     def find(self, needle: str, after: int = -1) -> int | None:
         """Scroll to the next line (after `after`) that contains `needle`; its index, or None."""
         lines = self.log.lines
+        shown = fold(needle)  # an evidence line is raw; the pane shows torch's prefix folded
         for i in list(range(after + 1, len(lines))) + list(range(0, after + 1)):
-            if needle in lines[i]:
+            if needle in lines[i] or shown in lines[i]:
                 self.log.scroll_to(y=max(0, i - 2), animate=False)
                 return i
         return None
