@@ -119,9 +119,8 @@ def _line_time(b: Bundle, node: str, line: int) -> float | None:
 
 
 def _finding_time(b: Bundle, d: dict[str, Any], prev: float, nxt: float | None) -> float:
-    """When a finding was raised: after its last evidence line arrived, before the next event was written.
-    Older runs recorded findings without a time (they inherit the previous event's); this recovers it,
-    and leaves a recorded time as it is (it is never before its evidence, nor after the next event)."""
+    """When a finding recorded without its own time (older runs) was raised: after its last evidence
+    line arrived, before the next event was written."""
     f = d.get("finding") if isinstance(d.get("finding"), dict) else {}
     times = [_line_time(b, _s(e, "node"), _i(e, "line") or 0) for e in f.get("evidence") or ()
              if isinstance(e, dict) and not e.get("command") and _i(e, "line")]
@@ -140,7 +139,8 @@ def _recorded(b: Bundle, start: float) -> Iterator[tuple[float, Event]]:
     raw = [(_num(d.get("t")), d) for d in b.events]
     for i, (t, d) in enumerate(raw):
         at = t if t is not None else start
-        if d.get("event") == "finding":
+        inherited = i > 0 and t == raw[i - 1][0]  # no time of its own: read.parse_events gave it the last one
+        if d.get("event") == "finding" and inherited:
             nxt = next((x for x, _ in raw[i + 1:] if x is not None and x > at), None)
             at = _finding_time(b, d, at, nxt)
         ev = event_of(d, at)
