@@ -82,7 +82,16 @@ def source_host(b: Bundle) -> str:
     return _str(b.manifest.get("host")) or "another machine"
 
 
-def headline(b: Bundle) -> str:
+def _iso(text: object) -> str:
+    """An ISO time (the manifest's `created`) as the headline writes times."""
+    try:
+        d = datetime.datetime.fromisoformat(str(text))
+    except ValueError:
+        return _str(text)
+    return _when(d.timestamp()) if d.tzinfo else d.strftime("%Y-%m-%d %H:%M")
+
+
+def headline(b: Bundle, run_id: bool = True) -> str:
     """Whose run, where and when, and which ddptui made it, in one line."""
     m = b.manifest
     who = _str(m.get("user"))
@@ -95,8 +104,9 @@ def headline(b: Bundle) -> str:
         parts.append(f"started {started}")
     made = _str(m.get("ddptui_version"))
     if _str(m.get("created")) or made:
-        parts.append(f"bundled {_str(m.get('created'))}".rstrip() + (f" by ddptui {made}" if made else ""))
-    return ", ".join(parts) + (f" (run {run})" if run else "")
+        parts.append(f"bundled {_iso(m.get('created')) if m.get('created') else ''}".rstrip()
+                     + (f" by ddptui {made}" if made else ""))
+    return ", ".join(parts) + (f" (run {run})" if run and run_id else "")
 
 
 def summary_text(b: Bundle, pb: Playbook, note: str = "") -> str:

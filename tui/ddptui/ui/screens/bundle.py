@@ -70,7 +70,7 @@ class BundleScreen(PlaybookScreen):
     def on_mount(self) -> None:
         super().on_mount()
         self.app.sub_title = self.sub_title = f"{self.pb.name} — read-only"
-        banner = Text.assemble((" READ-ONLY ", "bold black on yellow"), " ", (headline(self.bundle), "bold"))
+        banner = Text.assemble((" READ-ONLY ", "bold black on yellow"), " ", (headline(self.bundle, run_id=False), "bold"))
         if self.note:
             banner.append(f"\n{self.note}", style="yellow")
         self.mount(Static(banner, id="banner"), before=self.query_one("#main"))
