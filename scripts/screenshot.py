@@ -1,6 +1,6 @@
 """Refresh the README's screenshots: the real app, run on the shipped local playbook.
 
-    .venv/bin/python scripts/screenshot.py        # writes assets/*.svg
+    .venv/bin/python scripts/screenshot.py        # writes assets/*.svg ; `... screenshot.py open`: only assets/open-sample.svg, from assets/sample.ddpt
 
 Textual saves the screen as SVG; nothing here is drawn by hand.
 """
@@ -33,7 +33,21 @@ async def shoot() -> None:
             await pilot.pause(0.2)
             app.save_screenshot(str(assets / "local-smoke.svg"))
             print("watch:", app.screen.runbook.states["watch"])
+    await shoot_open(assets)
+
+
+async def shoot_open(assets: Path) -> None:
+    """`ddptui open assets/sample.ddpt`, replayed to the moment the finding was raised: its Findings tab."""
+    from ddptui.core.bundle import open_bundle
+
+    app = DdptuiApp(bundle=open_bundle(assets / "sample.ddpt"))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("0", "full_stop", "3")
+        await pilot.pause(0.3)
+        app.save_screenshot(str(assets / "open-sample.svg"))
+        print("open: at", f"{app.screen.t - app.screen.timeline.start:.1f}s", [f.id for f in app.screen.findings])
 
 
 if __name__ == "__main__":
-    asyncio.run(shoot())
+    asyncio.run(shoot_open(ROOT / "assets") if sys.argv[1:] == ["open"] else shoot())

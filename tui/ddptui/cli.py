@@ -16,9 +16,10 @@ from pathlib import Path
 
 from . import __version__
 from .cli_bundle import bundle_parsers, cmd_bundle, cmd_diagnose_bundle, cmd_diff, cmd_report
+from .cli_open import cmd_open, open_parser
 from .core.errors import DdptuiError, PlaybookError, UsageError
 
-SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix", "bundle", "report", "diff")
+SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix", "bundle", "report", "diff", "open")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -44,7 +45,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "the playbook picker, or PLAYBOOK ready to step through."),
         epilog="commands (headless): validate PLAYBOOK · check PLAYBOOK [--json] · "
                "run PLAYBOOK --headless [--from STEP] [--json] · diagnose FILE... [--json] · "
-               "fix PLAYBOOK [--id ID] [--apply].  "
+               "fix PLAYBOOK [--id ID] [--apply] · open BUNDLE [--headless].  "
                "`ddptui COMMAND --help` for more.")
     top.add_argument("playbook", nargs="?", type=Path, help="a playbook YAML file")
     _common(top)
@@ -76,6 +77,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     f.add_argument("--apply", action="store_true", help="write the fixed playbook as PLAYBOOK.revN.yaml, print its path")
     _common(f)
     bundle_parsers(cmds, _common)
+    open_parser(cmds, _common)
     return top, sub
 
 
@@ -86,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             args = sub.parse_args(argv)
             return {"validate": cmd_validate, "check": cmd_check, "run": cmd_run, "diagnose": cmd_diagnose,
-                    "fix": cmd_fix, "bundle": cmd_bundle, "report": cmd_report, "diff": cmd_diff}[args.command](args)
+                    "fix": cmd_fix, "bundle": cmd_bundle, "report": cmd_report, "diff": cmd_diff,
+                    "open": cmd_open}[args.command](args)
         args = top.parse_args(argv)
         return cmd_tui(args)
     except PlaybookError as e:

@@ -88,6 +88,7 @@ class CheckResult(Event):
     summary: str
     command: str = ""
     output: str = ""
+    t: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class CommandPlanned(Event):
     command: str
     first_rank: int = 0
     nproc: int = 1
+    t: float = field(default_factory=time.time)
 
     @property
     def ranks(self) -> range:
@@ -113,13 +115,14 @@ class FindingRaised(Event):
 
     kind = "finding"
     finding: Finding
+    t: float = field(default_factory=time.time)  # when it was raised (a bundle's replay shows it then)
 
     @classmethod
     def of(cls, f: Finding) -> FindingRaised:
         return cls(f.snapshot())
 
     def to_json(self) -> dict[str, Any]:
-        return {"event": self.kind, "finding": self.finding.to_json()}
+        return {"event": self.kind, "finding": self.finding.to_json(), "t": self.t}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import TypeVar
 from textual.app import App, SystemCommand
 from textual.screen import ModalScreen, Screen
 
+from ..core.bundle.read import Bundle
 from ..core.errors import PlaybookError
 from ..core.paths import examples_dir, user_playbooks_dir
 from ..core.playbook.loader import discover_playbooks, load_playbook
@@ -34,7 +35,8 @@ class DdptuiApp(App):
 
     def __init__(self, playbook: Path | None = None, runs_dir: Path | None = None,
                  ssh_settings: SSHSettings | None = None, start_step: str | None = None,
-                 search_dirs: list[tuple[str, Path]] | None = None, run_all: bool = False) -> None:
+                 search_dirs: list[tuple[str, Path]] | None = None, run_all: bool = False,
+                 bundle: Bundle | None = None) -> None:
         super().__init__()
         self.playbook_path = playbook
         self.runs_dir = runs_dir or Path("runs")
@@ -44,10 +46,13 @@ class DdptuiApp(App):
         self.start_step = start_step
         self.search_dirs = search_dirs
         self.run_all = run_all
+        self.bundle = bundle  # a recorded run to show read-only (`ddptui open`), instead of a playbook
         self.left_running: dict[str, dict] = {}  # node -> {pid, pgid, log}, printed after the TUI closes
 
     def on_mount(self) -> None:
-        if self.playbook_path is not None:
+        if self.bundle is not None:
+            self.open_bundle(self.bundle)
+        elif self.playbook_path is not None:
             self.open_playbook(self.playbook_path, start_step=self.start_step, run_all=self.run_all)
         else:
             dirs = self.search_dirs or [("here", Path.cwd() / "playbooks"), ("config", user_playbooks_dir()),
@@ -65,6 +70,15 @@ class DdptuiApp(App):
             start_step = None
         self.push_screen(PlaybookScreen(pb, self.runs_dir, make_factory(self.ssh_settings), start_step, run_all))
 
+    def open_bundle(self, b: Bundle, folder: Path | None = None) -> None:
+        """A recorded run, read-only; its playbook is parsed for viewing only (nothing of it runs)."""
+        from ..core.bundle.view import viewing_playbook
+        from .screens.bundle import BundleScreen
+
+        folder = folder or Path.cwd()
+        pb, note = viewing_playbook(b, folder)
+        self.push_screen(BundleScreen(b, pb, note, folder))
+
     # ---- the command palette: every step-through action, by name --------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -75,6 +89,17 @@ class DdptuiApp(App):
             yield SystemCommand("Run all from here", "Run from the selected step to the end", screen.action_run_all)
             yield SystemCommand("Stop job", "Stop torchrun on every node", screen.action_stop_job)
             yield SystemCommand("Copy command", "Copy the focused node's command line", screen.action_copy_command)
+        from .screens.bundle import BundleScreen
+
+        if isinstance(screen, BundleScreen):
+            yield SystemCommand("Save playbook", "Write the run's playbook (its fixes applied) into this folder",
+                                screen.action_save_playbook)
+            yield SystemCommand("Play / pause the replay", "Replay the run from where the timeline is",
+                                screen.action_play_pause)
+            yield SystemCommand("Next finding or failure", "Jump to the next moment something went wrong",
+                                screen.action_next_mark)
+            yield SystemCommand("Jump to the end", "Show everything the run recorded", screen.action_to_end)
+            yield SystemCommand("Jump to the start", "Back to before the run began", screen.action_to_start)
 
     # ---- quitting with a job running asks first ---------------------------------------------
     def _running_screen(self) -> PlaybookScreen | None:

@@ -184,7 +184,7 @@ def _manifest(run_dir: Path, b, members: dict[str, bytes], log_info: dict[str, A
             missing.append({"what": f.name, "why": "a symbolic link: not followed"})
     created = (now or datetime.datetime.now(datetime.timezone.utc)).isoformat(timespec="seconds")
     man = {"format": M.FORMAT, "format_version": M.FORMAT_VERSION, "ddptui_version": __version__,
-           "created": created, "host": socket.gethostname(), "run_id": b.summary.get("run_id") or run_dir.name,
+           "created": created, "host": socket.gethostname(), "user": _user(), "run_id": b.summary.get("run_id") or run_dir.name,
            "playbook": b.name, "nodes": b.nodes, "max_size": max_size, "node_cap": cap,
            "members": {n: {"size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in sorted(members.items())},
            "logs": log_info, "revisions": sorted(b.revisions),
@@ -192,6 +192,16 @@ def _manifest(run_dir: Path, b, members: dict[str, bytes], log_info: dict[str, A
            "redaction": r.summary()}
     man["fixes"] = r.obj(man["fixes"], M.MANIFEST)
     return man, (json.dumps(man, indent=2, default=str) + "\n").encode()
+
+
+def _user() -> str:
+    """Whose run it is (`ddptui open` says so); empty when the login name cannot be found."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError, ImportError):
+        return ""
 
 
 def _member_stem(node: str) -> str:

@@ -192,8 +192,10 @@ def _check_script(ctx: _Ctx, job: Job, keys: dict[str, tuple[Node, Node]], base:
         return
 
 
-def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None) -> Playbook:
-    """Parse playbook text; raise PlaybookError with every problem found."""
+def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None,
+                   check_files: bool = True) -> Playbook:
+    """Parse playbook text; raise PlaybookError with every problem found. `check_files=False` (a
+    playbook only viewed, from a bundle made elsewhere) skips looking for the job's script here."""
     ctx = _Ctx(path, text)
     base = base or Path.cwd()
     try:
@@ -238,7 +240,7 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
         ssh = SSHOptions(**kw)
     steps = _steps(ctx, top["steps"][1], set(names)) if "steps" in top else tuple(
         Step(id=i, kind=k, title=t) for i, k, t in DEFAULT_STEPS)
-    if job is not None:
+    if job is not None and check_files:
         _check_script(ctx, job, job_keys, base, nodes)
     redact = _redact(ctx, top["redact"][1]) if "redact" in top else ()
     if ctx.problems:

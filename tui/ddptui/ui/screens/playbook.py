@@ -6,6 +6,7 @@ events to them once per frame, and owns the actions; every action calls core in 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -56,6 +57,7 @@ class PlaybookScreen(StepThroughScreen):
         self.start_step = start_step
         self.run_all_at_start = run_all
         self.saved_revisions: list[Path] = []
+        self.clock = time.time  # "now" for the panes (a replay's moment, for a recorded run)
         self.fixed: list[str] = []
 
     def compose(self) -> ComposeResult:
@@ -63,7 +65,7 @@ class PlaybookScreen(StepThroughScreen):
         with Horizontal(id="main"):
             yield StepsPanel(self.pb, id="left")
             with TabbedContent(id="right", initial="tab-logs"):
-                yield PaneGrid("Logs", self.pb, id="tab-logs")
+                yield PaneGrid("Logs", self.pb, clock=lambda: self.clock(), id="tab-logs")
                 with TabPane("All nodes", id="tab-merged"):
                     yield MergedLog(id="merged")
                 yield ChecksTab("Checks", [n.name for n in self.pb.ordered_nodes()], id="tab-checks")
@@ -127,7 +129,7 @@ class PlaybookScreen(StepThroughScreen):
                 self.action_tab("tab-logs")
         elif isinstance(ev, E.NodeState):
             grid = self.pane_grid
-            grid.pane(ev.node).set_state(ev.state)
+            grid.pane(ev.node).set_state(ev.state, ev.t)
             if grid.many_nodes and ev.state in (NodeStatus.FAILED, NodeStatus.LOST) and grid.open_pane == self.pb.master:
                 grid.open(ev.node)  # show the first node that went wrong
             if ev.state.bad:

@@ -35,6 +35,13 @@ class CheckMatrix(DataTable):
             for c in CHECK_COLUMNS:
                 self.update_cell(n, c, Text("…", style="yellow"))
 
+    def clear(self) -> None:
+        """Back to before any check ran."""
+        self.results.clear()
+        for n in self.nodes:
+            for c in CHECK_COLUMNS:
+                self.update_cell(n, c, Text("·", style="dim"))
+
     def set_result(self, ev) -> None:
         col = ev.check if ev.check in CHECK_COLUMNS else "probe"
         self.results[(ev.node, col)] = ev

@@ -51,6 +51,7 @@ class FindingsTab(TabPane):
     def clear(self, message: str) -> None:
         self.findings = []
         self.query_one("#findings", DataTable).clear()
+        self.query_ancestor(TabbedContent).get_tab(self).label = "Findings"
         self.query_one("#finding-detail", Static).update(message)
 
     def selected(self) -> Finding | None:

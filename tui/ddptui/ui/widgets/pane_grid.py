@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Grid, VerticalScroll
@@ -17,8 +20,9 @@ GRID_MAX_NODES = 4  # more nodes than this: a list of one-line headers with one 
 class PaneGrid(TabPane):
     """Up to four nodes in a grid; more as a list of collapsed panes with one open (`open_next`)."""
 
-    def __init__(self, title: str, playbook: Playbook, **kw) -> None:
+    def __init__(self, title: str, playbook: Playbook, clock: Callable[[], float] = time.time, **kw) -> None:
         super().__init__(title, **kw)
+        self.clock = clock  # what "now" is for the panes' elapsed time
         self.master = playbook.master
         self.roles = {n.name: "master" if n.name == playbook.master else "worker" for n in playbook.ordered_nodes()}
         self.open_pane = playbook.master
@@ -30,7 +34,9 @@ class PaneGrid(TabPane):
         panes = VerticalScroll(id="panes") if self.many_nodes else Grid(id="panes")
         with panes:
             for node, role in self.roles.items():
-                yield NodePane(node, role, PANE_MAX_LINES, id=f"pane-{css_id(node)}")
+                pane = NodePane(node, role, PANE_MAX_LINES, id=f"pane-{css_id(node)}")
+                pane.clock = self.clock
+                yield pane
 
     def on_mount(self) -> None:
         if self.many_nodes:
@@ -72,6 +78,8 @@ class PaneGrid(TabPane):
             pane.log.clear()
             pane.buffer.clear()
             pane.total_lines = 0
+            pane.started = pane.ended = None
+            pane.ranks = ""
             pane.set_state(NodeStatus.PENDING)
 
     # ---- which pane is open (many nodes) ------------------------------------------------------

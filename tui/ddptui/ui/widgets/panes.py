@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import time
+from collections.abc import Callable
 
 from rich.highlighter import Highlighter
 from rich.text import Text
@@ -68,6 +69,7 @@ class NodePane(Vertical):
         # the pane's bounded store: what a filter is applied to (the full log is on disk)
         self.buffer: collections.deque[str] = collections.deque(maxlen=max_lines)
         self.border_title = node
+        self.clock: Callable[[], float] = time.time  # a recorded run's replay sets its own
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="pane-header")
@@ -85,7 +87,7 @@ class NodePane(Vertical):
             parts.append((f"ranks {self.ranks}", ""))
         parts.append((self.state, NODE_STYLE.get(self.state, "")))
         if self.started:
-            parts.append((f"{(self.ended or time.time()) - self.started:.1f}s", "dim"))
+            parts.append((f"{max(0.0, (self.ended or self.clock()) - self.started):.1f}s", "dim"))
         parts.append((f"{self.total_lines} lines", "dim"))
         t = Text()
         for i, (text, style) in enumerate(parts):
@@ -97,13 +99,15 @@ class NodePane(Vertical):
     def refresh_header(self) -> None:
         self.query_one(".pane-header", Static).update(self._header())
 
-    def set_state(self, state: str) -> None:
+    def set_state(self, state: str, at: float | None = None) -> None:
+        """The node's new state, reached at `at` (the event's time; default: now)."""
         self.state = state
+        now = self.clock() if at is None else at
         if state == NodeStatus.RUNNING and self.started is None:
-            self.started = time.time()
+            self.started = now
             self.ended = None
         if state in (NodeStatus.EXITED, NodeStatus.FAILED, NodeStatus.LOST, NodeStatus.STOPPED):
-            self.ended = time.time()
+            self.ended = now
         if state == "launching":
             self.started, self.ended = None, None
         self.refresh_header()
