@@ -7,6 +7,7 @@ batch (1-based first line, how many lines, Unix time), so a bundle can replay th
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import secrets
@@ -56,7 +57,8 @@ class RunDir:
             f.write("".join(line + "\n" for line in lines))
             f.flush()
             if lines:
-                self._times[node].write(f"{first} {len(lines)} {time.time():.3f}\n")
+                # floored, never rounded up: a line must not seem to arrive after what it caused
+                self._times[node].write(f"{first} {len(lines)} {math.floor(time.time() * 1000) / 1000:.3f}\n")
                 self._times[node].flush()
             self._counts[node] += len(lines)
             return first
