@@ -300,10 +300,11 @@ async def test_the_tui_asks_about_an_unknown_host_key(cluster: Cluster, ssh_env:
             if isinstance(app.screen, HostKeyDialog):
                 break
         assert isinstance(app.screen, HostKeyDialog)
-        text = " ".join(str(w.render()) for w in app.screen.query("Label"))
+        text = " ".join(str(w.render()) for w in app.screen.query("Static"))
         fp = subprocess.run(["ssh-keygen", "-lf", str(cluster.root / "node02" / "ssh_host_ed25519_key.pub")],
                             capture_output=True, text=True).stdout.split()[1]
         assert fp in text and "10.213.0.2" in text
+        assert str(app.screen.query_one("#fingerprint").render()) == fp  # whole, on a line of its own
         await pilot.click("#yes")
         await app.workers.wait_for_complete()
         await pilot.pause()

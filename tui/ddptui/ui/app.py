@@ -158,7 +158,9 @@ class DdptuiApp(App):
             done.set()
 
         self.call_from_thread(self.push_screen, dialog, set_answer)
-        done.wait()
+        while not done.wait(0.2):  # the app may go away unanswered: then the answer is no
+            if not self.is_running:
+                return None
         return answer[0]
 
     # one dialog at a time, even when several nodes ask at once
