@@ -33,6 +33,7 @@ from datetime import timedelta
 
 MiB = 1 << 20
 BW_SIZES = (1 * MiB, 8 * MiB, 32 * MiB)
+BW_WARMUP = 256 << 10  # small, so that a very slow link still fits the budget
 BW_MAX_ITERS = 20
 
 
@@ -42,18 +43,22 @@ def bus_factor(n: int) -> float:
 
 
 def sweep(timed: Callable[[int, int], float], sizes: tuple[int, ...], budget: float) -> list[tuple[int, float, int]]:
-    """Time all_reduce at growing sizes within about `budget` seconds, after one warm-up (NCCL connects
-    on first use). `timed(nbytes, iters)` runs `iters` all_reduces and returns the seconds one took, the
-    same value on every rank of the group (its slowest); every decision here uses only those values,
-    so every rank makes the same calls. The next size is skipped when the last rate says it would not
-    fit. Returns [(nbytes, seconds per all_reduce, iters)]; the first size is always measured."""
-    spent = warm = timed(sizes[0], 1)
-    per_byte = warm / sizes[0]
+    """Time all_reduce at growing sizes within about `budget` seconds, after one small warm-up (NCCL
+    connects on first use). `timed(nbytes, iters)` runs `iters` all_reduces and returns the seconds one
+    took, the same value on every rank of the group (its slowest); every decision here uses only those
+    values, so every rank makes the same calls. A size is skipped when the last rate says it would not
+    fit; when not even the first fits, the warm-up size is measured instead. Returns
+    [(nbytes, seconds per all_reduce, iters)], never empty."""
+    spent = warm = timed(BW_WARMUP, 1)
+    per_byte = warm / BW_WARMUP
     out: list[tuple[int, float, int]] = []
     for i, size in enumerate(sizes):
         one = max(per_byte * size, 1e-9)
         left = budget - spent
-        if out and one > left:
+        if one > left:
+            if not out:
+                t = timed(BW_WARMUP, 1)
+                out.append((BW_WARMUP, t, 1))
             break
         share = 0.8 if i == len(sizes) - 1 else 0.25  # the largest size is the figure: most time goes there
         iters = max(1, min(BW_MAX_ITERS, int(left * share / one)))
