@@ -84,7 +84,7 @@ def test_the_summary_takes_each_scope_once_and_names_its_nodes() -> None:
     bw = Bandwidth(min_busbw_gbps=0.05)
     assert bw.summary() is None and bw.words("; ") == ""
     world = INTER.replace("scope=inter-node", "scope=world").replace("ranks=2", "ranks=4")
-    for node, line in (("node02", world), ("node03", world), ("node02", INTER), ("node03", INTER), ("node03", "x")):
+    for node, line in (("node02", world), ("node03", world), ("node03", INTER), ("node02", INTER), ("node03", "x")):
         bw.feed(node, line)
     s = bw.summary()
     assert s["backend"] == "gloo" and s["min_busbw_gbps"] == 0.05 and s["single_node"] is False

@@ -68,7 +68,7 @@ class Bandwidth:
             if out[key] is None:
                 out[key] = {k: d[k] for k in FIGURE_KEYS if k in d} | {"nodes": []}
             if d["node"] not in out[key]["nodes"]:
-                out[key]["nodes"].append(d["node"])
+                out[key]["nodes"] = sorted([*out[key]["nodes"], d["node"]])  # not in arrival order: stable
         return out
 
     def words(self, prefix: str = "") -> str:
