@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ddptui.core.logs.results import parse_result_line
+from ddptui.core.logs.results import parse_bandwidth_line, parse_result_line
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.screens.playbook import PlaybookScreen
 from tests.conftest import ROOT, ddptui_exe, needs_torch
@@ -29,6 +29,18 @@ def assert_both_ranks_ok(results: list[dict]) -> None:
     for r in results:
         assert r["world_size"] == 2 and r["backend"] == "gloo"
         assert r["all_reduce"] == "ok" and r["sum"] == "1" and r["params_in_sync"] == "true"
+
+
+def assert_one_node_bandwidth(text: str, summary: dict) -> None:
+    """Local rank 0 measured the whole job (2 ranks, gloo over loopback) and said there is no other node."""
+    lines = [d for d in (parse_bandwidth_line(x) for x in text.splitlines()) if d]
+    assert [(d["scope"], d.get("skipped")) for d in lines] == [("world", None), ("inter-node", "single-node")], lines
+    world = lines[0]
+    assert world["ranks"] == 2 and world["backend"] == "gloo" and world["rank"] == 0 and world["busbw_gbps"] > 0
+    assert world["busbw_gbps"] == pytest.approx(world["algbw_gbps"], rel=1e-3)  # 2(n-1)/n = 1 for two ranks
+    bw = summary["bandwidth"]
+    assert bw["single_node"] is True and bw["inter_node"] is None and bw["backend"] == "gloo"
+    assert bw["world"]["busbw_gbps"] == world["busbw_gbps"] and bw["world"]["nodes"] == ["localhost"]
 
 
 def run_headless(runs_dir: Path, *extra: str, attempts: int = 2) -> subprocess.CompletedProcess:
@@ -58,6 +70,9 @@ def test_headless_local_run_prints_both_ranks_and_records_the_run(runs_dir: Path
     assert s["started"] <= node["started"] <= node["ended"] <= s["ended"]
     assert s["steps"] == {k: "passed" for k in ("connect", "check", "launch-master", "wait-master",
                                                 "launch-workers", "watch")}
+    assert_one_node_bandwidth((run / "localhost.log").read_text(), s)
+    assert "✓ watch: passed — every node exited 0, 2 rank results ok; busbw " in r.stdout
+    assert "gloo; one node, no inter-node figure)" in r.stdout
 
 
 def test_headless_json_gives_one_event_per_line(runs_dir: Path) -> None:
@@ -69,6 +84,7 @@ def test_headless_json_gives_one_event_per_line(runs_dir: Path) -> None:
     assert_both_ranks_ok(results_of("\n".join(e["text"] for e in outputs)))
     steps = [(e["step"], e["state"]) for e in events if e["event"] == "step"]
     assert steps[-1] == ("watch", "passed") and events[-1]["event"] == "run-finished"
+    assert_one_node_bandwidth("\n".join(e["text"] for e in outputs), events[-1]["summary"])
 
 
 def test_ctrl_c_stops_the_job_and_exits_130(tmp_path: Path, runs_dir: Path) -> None:

@@ -109,6 +109,14 @@ class Cluster:
     def undrop_port(self, node: str, port: int) -> None:
         self.ns_exec(node, "iptables", "-D", "INPUT", "-p", "tcp", "--dport", str(port), "-j", "DROP", check=False)
 
+    def shape_link(self, node: str, rate: str = "20mbit") -> None:
+        """Slow what the node sends: a token bucket on its eth0 (the veth end inside its namespace)."""
+        self.ns_exec(node, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", rate,
+                     "burst", "32kbit", "latency", "400ms")
+
+    def unshape_link(self, node: str) -> None:
+        self.ns_exec(node, "tc", "qdisc", "del", "dev", "eth0", "root", check=False)
+
     def stop_sshd(self, node: str) -> None:
         n = self.nodes[node]
         if n.sshd_pid:

@@ -59,7 +59,8 @@ class Runbook:
         self._started = time.time()
         self.closed = False
         diagnosis = LiveDiagnosis(len(playbook.nodes), playbook.master, lambda: self._nodes[playbook.master].running,
-                                  lambda f: self.emit(FindingRaised.of(f)), playbook.job.rdzv_timeout)
+                                  lambda f: self.emit(FindingRaised.of(f)), playbook.job.rdzv_timeout,
+                                  playbook.bandwidth.min_busbw_gbps)
         self.launch = Orchestrator(playbook, self._nodes, self.emit, self._sink, self._ensure_run_dir,
                                    self._set_node, diagnosis)
         self._steps: dict[str, Callable[[Step], str]] = {

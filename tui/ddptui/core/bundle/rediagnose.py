@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from ..diagnosis.engine import Engine
+from ..errors import DdptuiError
 from ..diagnosis.model import Finding
 from .read import Bundle
 
 
 def rediagnose(b: Bundle) -> tuple[list[Finding], set[str]]:
     """The findings today's engine gives on the bundle's logs, and the ids the bundle did not have."""
-    engine = Engine(expected_nnodes=len(b.nodes) or None)
+    engine = Engine(expected_nnodes=len(b.nodes) or None, min_busbw_gbps=_min_busbw(b.playbook_text))
     for node, timed in b.node_logs.items():
         lines = [text for _, text in timed]
         after, count = b.elided.get(node, (0, 0))
@@ -21,3 +22,13 @@ def rediagnose(b: Bundle) -> tuple[list[Finding], set[str]]:
     findings = engine.finish()
     stored = {f.get("id") for f in b.findings if isinstance(f, dict)}
     return findings, {f.id for f in findings if f.id not in stored}
+
+
+def _min_busbw(playbook_text: str) -> float | None:
+    """The bundled playbook's bandwidth.min_busbw_gbps, if it still loads."""
+    from ..playbook.loader import parse_playbook
+
+    try:
+        return parse_playbook(playbook_text, "playbook.yaml").bandwidth.min_busbw_gbps if playbook_text else None
+    except DdptuiError:
+        return None

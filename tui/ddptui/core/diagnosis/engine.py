@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable
 
+from .bandwidth import ANCHORS as BANDWIDTH_ANCHORS, BandwidthJudge
 from .catalog import CATALOG, DEFAULT, finding, hidden_ids
 from .classify import decide_signal, signal_of_exit
 from .failures import Failures
@@ -135,7 +136,8 @@ class Engine:
 
     def __init__(self, rules: Iterable[Rule] = RULES, expected_nnodes: int | None = None,
                  on_change: Callable[[Finding], None] | None = None,
-                 cross_rules: Iterable[CrossRule] = CROSS_RULES, signs: Iterable[Sign] = FAILURE_SIGNS) -> None:
+                 cross_rules: Iterable[CrossRule] = CROSS_RULES, signs: Iterable[Sign] = FAILURE_SIGNS,
+                 min_busbw_gbps: float | None = None) -> None:
         self.rules = tuple(rules)
         self.cross_rules = tuple(cross_rules)
         self.signs = tuple(signs)
@@ -145,6 +147,7 @@ class Engine:
         self.nodes: dict[str, NodeState] = {}
         self._findings: dict[str, Finding] = {}  # id -> finding
         self._resolved_nodes: dict[str, set] = {}
+        self.bandwidth = BandwidthJudge(min_busbw_gbps)
         # anchors: literal -> [(rule index, pattern index, kind)], kind: "hit" | "req" | "res" | "abs"
         entries: list[tuple[re.Pattern, int, str]] = []
         for ri, r in enumerate(self.rules):
@@ -165,7 +168,7 @@ class Engine:
         state_lits = ["NCCL version", "Using network", "Using internal Network", "via NET/", "NET/IB : Using [",
                       "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found", "Could not find: libnccl-net",
                       "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=[", " nranks ", " nRanks "]
-        lits = sorted(set(self._by_lit) | set(state_lits), key=len, reverse=True)
+        lits = sorted(set(self._by_lit) | set(state_lits) | set(BANDWIDTH_ANCHORS), key=len, reverse=True)
         self._gate = re.compile(trie_regex(lits))
         self._lit_items = list(self._by_lit.items())
 
@@ -188,6 +191,8 @@ class Engine:
             self._line(st, n, line, gate)
         st.lines = max(st.lines, n)
         self._cross_node()
+        if self.bandwidth.dirty and (verdict := self.bandwidth.judge(self.nodes)):
+            self._raise_cross("slow-interconnect", *verdict)
 
     def _line(self, st: NodeState, n: int, line: str, gate) -> None:
         host = None
@@ -238,6 +243,7 @@ class Engine:
                 st.transport[key] = (kind, True, n, line.strip())
         elif key not in st.transport and " : Using [" in line and (m := NET_TENTATIVE.search(line)):
             st.transport[key] = (m.group(1), False, n, line.strip())
+        self.bandwidth.feed(st.name, n, line)  # its anchors are in the gate; it keeps what it needs
         if "lugin" in line:
             if m := PLUGIN_EXTERNAL.search(line):
                 st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
@@ -301,11 +307,12 @@ class Engine:
             f.state = "resolved"
             self._changed(f)
 
-    def _raise_cross(self, fid: str, nodes: list[str], summary: str, evidence: list[Evidence]) -> None:
+    def _raise_cross(self, fid: str, nodes: list[str], summary: str, evidence: list[Evidence],
+                     explanation: str | None = None) -> None:
         f = self._findings.get(fid)
         if f is not None and sorted(f.nodes) == sorted(nodes) and f.summary == summary:
             return
-        self._findings[fid] = finding(fid, nodes, summary, evidence)
+        self._findings[fid] = finding(fid, nodes, summary, evidence, explanation=explanation)
         self._changed(self._findings[fid])
 
     def _changed(self, f: Finding) -> None:

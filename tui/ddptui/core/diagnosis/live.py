@@ -23,19 +23,22 @@ class LiveDiagnosis:
     """Thread-safe: every node's reader feeds it; `on_change(finding)` gets each new or changed one."""
 
     def __init__(self, expected_nnodes: int, master: str, master_running: Callable[[], bool],
-                 on_change: Callable[[Finding], None], rdzv_timeout: int = 900) -> None:
+                 on_change: Callable[[Finding], None], rdzv_timeout: int = 900,
+                 min_busbw_gbps: float | None = None) -> None:
         self._expected = expected_nnodes
         self._master = master
         self._master_running = master_running
         self._on_change = on_change
         self._rdzv_timeout = rdzv_timeout
+        self._min_busbw = min_busbw_gbps  # the playbook's bandwidth.min_busbw_gbps: slow-interconnect below it
         self._lock = threading.Lock()
         self.reset()
 
     def reset(self) -> None:
         """A fresh launch: what the last one said no longer stands."""
         with getattr(self, "_lock", threading.Lock()):
-            self._engine = Engine(expected_nnodes=self._expected, on_change=self._on_change)
+            self._engine = Engine(expected_nnodes=self._expected, on_change=self._on_change,
+                                  min_busbw_gbps=self._min_busbw)
             self._own: dict[str, Finding] = {}
             self._joined: set[str] = set()
 

@@ -2,8 +2,9 @@
 
 A run directory says more than its logs: summary.json has each node's exit code (fed to the
 engine as the live run did) and the findings of what no log shows (the checks, the runner's own
-observations such as master-not-started); those are kept unless the logs gave the same id. A run
-made by `check` has no node logs: its findings are the checks'.
+observations such as master-not-started); those are kept unless the logs gave the same id. Its
+playbook gives the node count and `bandwidth.min_busbw_gbps` (slow-interconnect). A run made by
+`check` has no node logs: its findings are the checks'.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ def _summary(run: Path) -> dict:
         return {}
 
 
-def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None]:
+def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None, float | None]:
+    """The node logs, and what a run directory's playbook says: the node count, bandwidth.min_busbw_gbps."""
     logs: list[tuple[str, Path]] = []
-    nnodes = None
+    nnodes = min_busbw = None
     for p in paths:
         if p.is_dir():
             found = sorted(p.glob("*.log"))
@@ -43,7 +45,8 @@ def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None]:
                 try:
                     from ..playbook.loader import parse_playbook
 
-                    nnodes = len(parse_playbook(pb.read_text(), str(pb)).nodes)
+                    playbook = parse_playbook(pb.read_text(), str(pb))
+                    nnodes, min_busbw = len(playbook.nodes), playbook.bandwidth.min_busbw_gbps
                 except DdptuiError:
                     pass
             summary = p / "summary.json"
@@ -59,12 +62,12 @@ def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None]:
     names = [n for n, _ in logs]
     if len(set(names)) != len(names):  # two files named alike: keep them apart
         logs = [(f"{n}#{i}" if names.count(n) > 1 else n, p) for i, (n, p) in enumerate(logs)]
-    return logs, nnodes
+    return logs, nnodes, min_busbw
 
 
 def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding]:
-    logs, found_nnodes = _node_logs(paths)
-    engine = Engine(expected_nnodes=nnodes or found_nnodes)
+    logs, found_nnodes, min_busbw = _node_logs(paths)
+    engine = Engine(expected_nnodes=nnodes or found_nnodes, min_busbw_gbps=min_busbw)
     runs = [_summary(p) for p in paths if p.is_dir()]
     for s in runs:
         for node, d in (s.get("nodes") or {}).items():

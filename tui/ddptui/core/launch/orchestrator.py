@@ -14,6 +14,7 @@ from collections.abc import Callable
 from ..diagnosis.live import LiveDiagnosis
 from ..errors import StepFailed
 from ..events import CommandPlanned, Event, NodeOutput, Notice
+from ..logs.bandwidth import Bandwidth
 from ..logs.results import parse_result_line
 from ..logs.rundir import RunDir, safe_name
 from ..logs.torchrun import first_failure
@@ -42,6 +43,7 @@ class Orchestrator:
         self._set_state = set_state
         self.diagnosis = diagnosis
         self.results: list[dict] = []
+        self.bandwidth = Bandwidth(pb.bandwidth.min_busbw_gbps)  # the smoke test's measured figures
         self.detached: dict[str, dict] = {}  # node -> {pid, pgid, log} when the user left the job running
         self.stopped_by_user = False
         self._stopping: set[str] = set()  # nodes ddptui itself asked to stop in this launch
@@ -84,6 +86,7 @@ class Orchestrator:
         self.stopped_by_user = False
         self._stopping.clear()
         self.results.clear()
+        self.bandwidth.clear()
         self.diagnosis.reset()
 
     def plan(self) -> list[NodePlan]:
@@ -133,8 +136,9 @@ class Orchestrator:
             for line in lines:  # one pass: torchrun's own reports and the smoke test's results
                 nr.agent.feed(line)
                 if "ddptui-smoke result" in line and (r := parse_result_line(line)):
-                    r["node"] = name
-                    self.results.append(r)
+                    self.results.append({**r, "node": name})
+                elif "ddptui-smoke bandwidth" in line:
+                    self.bandwidth.feed(name, line)
             if had_world is None and nr.agent.world_size not in (None, expected_world):
                 # torchrun does not fail when nproc_per_node differs by node: compare what it assembled
                 self._emit(Notice("warning", f"{name}: torchrun assembled a world of {nr.agent.world_size} "
@@ -185,7 +189,7 @@ class Orchestrator:
                 parts.append("first failure: " + describe_failure(ff))
             raise StepFailed("; ".join(parts))
         n_ok = sum(1 for r in self.results if r.get("all_reduce") == "ok")
-        return "every node exited 0" + (f", {n_ok} rank results ok" if self.results else "")
+        return "every node exited 0" + (f", {n_ok} rank results ok" if self.results else "") + self.bandwidth.words("; ")
 
     def _await_exit(self, nr: NodeRun, proc: RemoteProcess) -> None:
         proc.wait()

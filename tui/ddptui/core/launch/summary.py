@@ -16,7 +16,7 @@ from .orchestrator import Orchestrator
 def run_summary(pb: Playbook, nodes: dict[str, NodeRun], states: dict[str, StepState], run_dir: RunDir | None,
                 started: float, launch: Orchestrator, findings: list[Finding]) -> dict:
     """summary.json: each node's role, ranks, state, exit code, times, log and command; the steps,
-    the results, who failed first, what was left running, and the findings."""
+    the results, the measured bandwidth, who failed first, what was left running, and the findings."""
     out = {}
     for nr in nodes.values():
         p, plan = nr.process, nr.plan
@@ -35,6 +35,7 @@ def run_summary(pb: Playbook, nodes: dict[str, NodeRun], states: dict[str, StepS
     return {"playbook": pb.name, "run_id": run_dir.run_id if run_dir else None,
             "started": started, "ended": time.time(), "ok": all(s.done for s in states.values()),
             "steps": dict(states), "nodes": out, "results": list(launch.results),
+            "bandwidth": launch.bandwidth.summary(),
             "first_failure": launch.first_failure(), "detached": dict(launch.detached),
             "findings": [f.to_json() for f in findings]}
 

@@ -24,7 +24,7 @@ def line_kind(s: str) -> str:
     if ("Error" in s or "Traceback" in s or "FAILED" in s or "exitcode" in s or "error:" in s
             or s.startswith("E1") or "Connection refused" in s):
         return "error"
-    if "ddptui-smoke result" in s:
+    if "ddptui-smoke result" in s or "ddptui-smoke bandwidth" in s:
         return "result"
     if s.startswith("$ "):
         return "command"

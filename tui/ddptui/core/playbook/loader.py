@@ -16,6 +16,7 @@ import yaml
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from ..errors import PlaybookError, Problem
+from .bandwidth import parse_bandwidth
 from .fields import _Ctx, _choice, _env, _hostlist, _kind, _mapping, _port, _positive, _str_list, _typed
 from .model import (
     BUILTIN_SCRIPTS,
@@ -28,7 +29,7 @@ from .model import (
     Step,
 )
 
-TOP_KEYS = ("name", "description", "nodes", "master", "transport", "job", "steps", "ssh", "redact")
+TOP_KEYS = ("name", "description", "nodes", "master", "transport", "job", "steps", "ssh", "redact", "bandwidth")
 JOB_KEYS = (
     "script", "args", "nproc_per_node", "master_port", "rendezvous", "backend", "workdir",
     "python", "env", "rdzv_id", "rdzv_timeout", "rdzv_read_timeout", "master_wait_timeout",
@@ -243,13 +244,14 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
     if job is not None and check_files:
         _check_script(ctx, job, job_keys, base, nodes)
     redact = _redact(ctx, top["redact"][1]) if "redact" in top else ()
+    bandwidth = parse_bandwidth(ctx, top["bandwidth"][1] if "bandwidth" in top else None)
     if ctx.problems:
         ctx.problems.sort(key=lambda p: (p.line, p.col))
         raise PlaybookError(path, ctx.problems)
     assert name is not None and job is not None
     return Playbook(name=name, description=description, nodes=tuple(nodes),
                     master=master or nodes[0].name, job=job, steps=steps, ssh=ssh,
-                    path=Path(path) if path != "<playbook>" else None, source=text, redact=redact)
+                    path=Path(path) if path != "<playbook>" else None, source=text, redact=redact, bandwidth=bandwidth)
 
 
 def _redact(ctx: _Ctx, node: Node) -> tuple[str, ...]:

@@ -74,6 +74,11 @@ class SSHOptions:
 
 
 @dataclass(frozen=True)
+class BandwidthOptions:
+    min_busbw_gbps: float | None = None  # the inter-node all_reduce busbw (GB/s) below which slow-interconnect
+
+
+@dataclass(frozen=True)
 class Playbook:
     name: str
     nodes: tuple[NodeSpec, ...]
@@ -85,6 +90,7 @@ class Playbook:
     path: Path | None = None
     source: str = ""  # the YAML text as loaded (recorded in each run)
     redact: tuple[str, ...] = ()  # env names whose values never leave the run (bundles, reports)
+    bandwidth: BandwidthOptions = field(default_factory=BandwidthOptions)
 
     @property
     def master_node(self) -> NodeSpec:
