@@ -40,6 +40,7 @@ PLUGIN_EXTERNAL = re.compile(r"Plugin Path : (\S+)|Loaded net plugin (\S+)")
 PLUGIN_INTERNAL = re.compile(r"No plugin found \(libnccl-net\.so\)|Could not find: libnccl-net\.so|Failed to find ncclNetPlugin symbol")
 NRANKS = re.compile(r"rank (\d+) nRanks (\d+) nNodes (\d+)")
 LOCAL_RANKS = re.compile(r"local_ranks=\[([\d, ]*)\]")  # torchrun's agent, with LOGLEVEL=INFO
+GROUP_WORLD = re.compile(r"\bgroup_world_size=(\d+)")  # torchrun's agent: its --nnodes, with LOGLEVEL=INFO
 COMM_SIZE = re.compile(r"\brank \d+ n[Rr]anks (\d+)\b")  # NCCL's communicator: init and destroy lines
 
 
@@ -122,6 +123,7 @@ class NodeState:
     plugin: dict = field(default_factory=dict)  # host -> (value, line, text)
     nnodes_seen: dict = field(default_factory=dict)  # host -> (nNodes, nRanks, line, text)
     nproc: dict = field(default_factory=dict)  # node -> (local processes torchrun started here, line, text)
+    nnodes: dict = field(default_factory=dict)  # node -> (the nnodes torchrun's agent here was started with, line, text)
     comm: dict = field(default_factory=dict)  # host -> (largest communicator it joined, line, text)
     pending: dict = field(default_factory=dict)  # rule index -> [Evidence] waiting for `requires`
 
@@ -164,7 +166,8 @@ class Engine:
                     self._by_lit.setdefault(lit, []).append((pat, ri, kind))
         state_lits = ["NCCL version", "Using network", "Using internal Network", "via NET/", "NET/IB : Using [",
                       "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found", "Could not find: libnccl-net",
-                      "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=[", " nranks ", " nRanks "]
+                      "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=[", "group_world_size=", " nranks ",
+                      " nRanks "]
         lits = sorted(set(self._by_lit) | set(state_lits), key=len, reverse=True)
         self._gate = re.compile(trie_regex(lits))
         self._lit_items = list(self._by_lit.items())
@@ -245,6 +248,8 @@ class Engine:
                 st.plugin[key] = ("internal", n, line.strip())
         if not st.nproc and "local_ranks=[" in line and (m := LOCAL_RANKS.search(line)):
             st.nproc[st.name] = (len([x for x in m.group(1).split(",") if x.strip()]), n, line.strip())
+        if not st.nnodes and "group_world_size=" in line and (m := GROUP_WORLD.search(line)):
+            st.nnodes[st.name] = (int(m.group(1)), n, line.strip())
         if ("nranks " in line or "nRanks " in line) and (m := COMM_SIZE.search(line)):
             size = int(m.group(1))
             if key not in st.comm or size > st.comm[key][0]:
