@@ -23,7 +23,7 @@ def test_address_kind(addr, kind) -> None:
 @pytest.mark.parametrize("text, num", [
     ("110", 110), ("-98", 98), ("Connection timed out", 110), ("SO_ERROR: Connection refused", 111),
     ("No route to host", 113), ("Connection reset by peer", 104), ("Broken pipe", 32),
-    ("Software caused connection abort", 103), ("something else", None), (None, None),
+    ("Software caused connection abort", 103), ("Connect timeout", 110), ("something else", None), (None, None),
 ])
 def test_errno_of(text, num) -> None:
     assert C.errno_of(text) == num
@@ -81,6 +81,16 @@ def ids(lines: list[str]) -> set[str]:
     # Gloo, new and old wordings, under mpirun's and DeepSpeed's prefixes
     ("[1,3]<stderr>:  timed out connecting: SO_ERROR: Connection refused, remote=[127.0.1.1]:4242", "loopback-hostname"),
     ("[2024-05-01 10:00:00,000] [INFO] [launch.py:1] connect [10.0.0.3]:4242: No route to host", "firewall-or-unreachable"),
+    # Gloo's connect deadline, with the peer unknown ([none]) or known (a loopback peer is the hostname's fault)
+    ("RuntimeError: Gloo connectFullMesh failed with [/x/gloo/transport/tcp/pair.h:311] Connect timeout [none]",
+     "firewall-or-unreachable"),
+    ("RuntimeError: Gloo connectFullMesh failed with [/x/gloo/transport/tcp/pair.h:311] Connect timeout [127.0.1.1]",
+     "loopback-hostname"),
+    # Gloo's collective deadline; torchelastic's own rendezvous keys that never came
+    ("[rank0]: RuntimeError: [/x/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 20000ms for recv operation "
+     "to complete", "watchdog-timeout"),
+    ("torch.distributed.DistStoreError: wait timeout after 15000ms, keys: /none/torchelastic/assigned_ranks/1",
+     "rendezvous-timeout"),
     # signals and CUDA devices in every launcher's words
     ("[2024-05-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['python'] exits with return code = -11",
      "segfault-exit-11"),

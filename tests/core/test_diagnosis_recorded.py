@@ -44,4 +44,5 @@ def test_recorded_failure_gives_exactly_the_expected_ids(key: str) -> None:
 def test_every_scenario_the_issue_names_is_recorded() -> None:
     names = {f.name.split("-", 1)[1].rsplit("-", 1)[0] for f in RECORDED.glob("*.log")}
     assert {"workers-first", "master-never-started", "wrong-master-addr", "port-taken", "node-never-launched",
-            "worker-killed", "nproc-differs", "hostname-unresolvable", "bad-gloo-ifname"} <= names
+            "worker-killed", "nproc-differs", "hostname-unresolvable", "bad-gloo-ifname", "firewall-ephemeral",
+            "link-cut", "torch-versions-differ", "nnodes-more-on-worker", "nnodes-more-on-master"} <= names

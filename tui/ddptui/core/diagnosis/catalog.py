@@ -143,9 +143,11 @@ _CAUSES = (
           _manual("launch every node (ddptui's launch-workers does) with the same master_addr, master_port and "
                   "world size; look for the rank missing from the logs"),
           suppresses=("tcpstore-timeout",)),
-    Cause("ranks-not-joined", "error", "the nodes formed separate communicators",
+    Cause("ranks-not-joined", "error", "the nodes did not join as one job",
           "The nodes did not join one job: each formed its own communicator (nnodes, world size or the rendezvous "
-          "differ between the nodes, or the launcher started a separate job on each).",
+          "differ between the nodes, or the launcher started a separate job on each), or torchrun was started with "
+          "a different nnodes on some nodes: an agent that expects more nodes waits for them (torchrun does not "
+          "check; it may even train, then hang at the exit barrier).",
           _manual("start every node with the same nnodes, master_addr, master_port and rendezvous id (ddptui's plan "
                   "does)"), job_wide=True),
     Cause("duplicate-rank", "error", "a rank checked in twice",
@@ -176,7 +178,8 @@ _CAUSES = (
     # ---- collectives and crashes ---------------------------------------------------------------------
     Cause("watchdog-timeout", "error", "a collective timed out",
           "A collective did not finish within the process group timeout on every rank: a rank is stuck, dead, or "
-          "running a different collective.",
+          "running a different collective, or the network between the nodes stopped carrying packets (a link that "
+          "goes down sends no reset: every rank just waits).",
           _manual("find the rank that did not reach the collective (its log stops earlier); "
                   "TORCH_NCCL_TRACE_BUFFER_SIZE and TORCH_DISTRIBUTED_DEBUG=DETAIL show where"),
           suppresses=("remote-rank-died",)),

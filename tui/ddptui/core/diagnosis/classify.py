@@ -18,6 +18,7 @@ _ERRNO_TEXT = {
     "connection timed out": TIMED_OUT, "connection refused": REFUSED, "no route to host": NO_ROUTE,
     "connection reset by peer": RESET, "broken pipe": BROKEN_PIPE, "software caused connection abort": ABORTED,
     "address already in use": ADDR_IN_USE, "network is unreachable": 101, "host is unreachable": NO_ROUTE,
+    "connect timeout": TIMED_OUT,  # Gloo's pair: its own connect deadline passed (no SYN-ACK: dropped)
 }
 
 
@@ -108,7 +109,14 @@ def decide_gloo_connect(groups: tuple) -> tuple[str, str] | None:
     """Gloo's pair: (address, errno text) or (errno text, address), whichever the wording gives."""
     a, b = groups[:2]
     addr, err = (a, b) if errno_of(b) is not None else (b, a)
+    if addr in ("", "none"):  # Gloo prints [none] when the pair never learned the peer's address
+        addr = None
     return _connect_verdict("gloo", addr, None, err)
+
+
+def decide_gloo_connect_timeout(groups: tuple) -> tuple[str, str] | None:
+    """(peer address or 'none',) of Gloo's "Connect timeout [peer]": a connect that timed out."""
+    return decide_gloo_connect((groups[0], "Connect timeout"))
 
 
 def decide_master_name(groups: tuple) -> tuple[str, str] | None:

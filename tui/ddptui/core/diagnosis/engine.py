@@ -41,6 +41,7 @@ PLUGIN_EXTERNAL = re.compile(r"Plugin Path : (\S+)|Loaded net plugin (\S+)")
 PLUGIN_INTERNAL = re.compile(r"No plugin found \(libnccl-net\.so\)|Could not find: libnccl-net\.so|Failed to find ncclNetPlugin symbol")
 NRANKS = re.compile(r"rank (\d+) nRanks (\d+) nNodes (\d+)")
 LOCAL_RANKS = re.compile(r"local_ranks=\[([\d, ]*)\]")  # torchrun's agent, with LOGLEVEL=INFO
+GROUP_WORLD = re.compile(r"\bgroup_world_size=(\d+)")  # torchrun's agent: its --nnodes, with LOGLEVEL=INFO
 COMM_SIZE = re.compile(r"\brank \d+ n[Rr]anks (\d+)\b")  # NCCL's communicator: init and destroy lines
 
 
@@ -123,6 +124,7 @@ class NodeState:
     plugin: dict = field(default_factory=dict)  # host -> (value, line, text)
     nnodes_seen: dict = field(default_factory=dict)  # host -> (nNodes, nRanks, line, text)
     nproc: dict = field(default_factory=dict)  # node -> (local processes torchrun started here, line, text)
+    nnodes: dict = field(default_factory=dict)  # node -> (the nnodes torchrun's agent here was started with, line, text)
     comm: dict = field(default_factory=dict)  # host -> (largest communicator it joined, line, text)
     pending: dict = field(default_factory=dict)  # rule index -> [Evidence] waiting for `requires`
 
@@ -167,7 +169,8 @@ class Engine:
                     self._by_lit.setdefault(lit, []).append((pat, ri, kind))
         state_lits = ["NCCL version", "Using network", "Using internal Network", "via NET/", "NET/IB : Using [",
                       "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found", "Could not find: libnccl-net",
-                      "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=[", " nranks ", " nRanks "]
+                      "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=[", "group_world_size=", " nranks ",
+                      " nRanks "]
         lits = sorted(set(self._by_lit) | set(state_lits) | set(BANDWIDTH_ANCHORS), key=len, reverse=True)
         self._gate = re.compile(trie_regex(lits))
         self._lit_items = list(self._by_lit.items())
@@ -234,33 +237,12 @@ class Engine:
                     self._hit(rule, st.name, ev, m.groups())
 
     def _extract(self, st: NodeState, key: str, n: int, line: str) -> None:
-        if "NCCL version" in line and (m := VERSION.search(line)) and key not in st.version:
-            st.version[key] = (m.group(1), n, line.strip())
-        if ("Using " in line or "via NET/" in line) and (m := NET_DEFINITE.search(line)):
-            kind = m.group(1) or m.group(2)
-            cur = st.transport.get(key)
-            if cur is None or not cur[1]:
-                st.transport[key] = (kind, True, n, line.strip())
-        elif key not in st.transport and " : Using [" in line and (m := NET_TENTATIVE.search(line)):
-            st.transport[key] = (m.group(1), False, n, line.strip())
         self.bandwidth.feed(st.name, n, line)  # its anchors are in the gate; it keeps what it needs
-        if "lugin" in line:
-            if m := PLUGIN_EXTERNAL.search(line):
-                st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
-            elif PLUGIN_INTERNAL.search(line) and key not in st.plugin:
-                st.plugin[key] = ("internal", n, line.strip())
-        if not st.nproc and "local_ranks=[" in line and (m := LOCAL_RANKS.search(line)):
-            st.nproc[st.name] = (len([x for x in m.group(1).split(",") if x.strip()]), n, line.strip())
-        if ("nranks " in line or "nRanks " in line) and (m := COMM_SIZE.search(line)):
-            size = int(m.group(1))
-            if key not in st.comm or size > st.comm[key][0]:
-                st.comm[key] = (size, n, line.strip())
-        if " nNodes " in line and (m := NRANKS.search(line)) and key not in st.nnodes_seen:
-            st.nnodes_seen[key] = (int(m.group(3)), int(m.group(2)), n, line.strip())
-            if self.expected_nnodes and int(m.group(3)) < self.expected_nnodes:
-                self._raise_cross("ranks-not-joined", [st.name],
-                                  f"NCCL built a communicator of {m.group(3)} node(s) ({m.group(2)} ranks), the job has "
-                                  f"{self.expected_nnodes}", [Evidence(st.name, n, line.strip())])
+        seen = extract_facts(st, key, n, line)
+        if seen is not None and self.expected_nnodes and seen[0] < self.expected_nnodes:
+            self._raise_cross("ranks-not-joined", [st.name],
+                              f"NCCL built a communicator of {seen[0]} node(s) ({seen[1]} ranks), the job has "
+                              f"{self.expected_nnodes}", [Evidence(st.name, n, line.strip())])
 
     # ---- findings ---------------------------------------------------------------------------
     def _hit(self, rule: Rule, node: str, ev: Evidence, groups: tuple) -> None:
@@ -377,3 +359,34 @@ class Engine:
         fs = list(self._findings.values())
         hidden = hidden_ids(fs)
         return [f for f in fs if f.id not in hidden]
+
+
+def extract_facts(st: NodeState, key: str, n: int, line: str) -> tuple[int, int] | None:
+    """Keep what a line says about its node (or NCCL host `key`): NCCL version, transport, net plugin,
+    local ranks, nnodes, communicator size. Returns (nNodes, nRanks) the first time NCCL reports them."""
+    if "NCCL version" in line and (m := VERSION.search(line)) and key not in st.version:
+        st.version[key] = (m.group(1), n, line.strip())
+    if ("Using " in line or "via NET/" in line) and (m := NET_DEFINITE.search(line)):
+        kind = m.group(1) or m.group(2)
+        cur = st.transport.get(key)
+        if cur is None or not cur[1]:
+            st.transport[key] = (kind, True, n, line.strip())
+    elif key not in st.transport and " : Using [" in line and (m := NET_TENTATIVE.search(line)):
+        st.transport[key] = (m.group(1), False, n, line.strip())
+    if "lugin" in line:
+        if m := PLUGIN_EXTERNAL.search(line):
+            st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
+        elif PLUGIN_INTERNAL.search(line) and key not in st.plugin:
+            st.plugin[key] = ("internal", n, line.strip())
+    if not st.nproc and "local_ranks=[" in line and (m := LOCAL_RANKS.search(line)):
+        st.nproc[st.name] = (len([x for x in m.group(1).split(",") if x.strip()]), n, line.strip())
+    if not st.nnodes and "group_world_size=" in line and (m := GROUP_WORLD.search(line)):
+        st.nnodes[st.name] = (int(m.group(1)), n, line.strip())
+    if ("nranks " in line or "nRanks " in line) and (m := COMM_SIZE.search(line)):
+        size = int(m.group(1))
+        if key not in st.comm or size > st.comm[key][0]:
+            st.comm[key] = (size, n, line.strip())
+    if " nNodes " in line and (m := NRANKS.search(line)) and key not in st.nnodes_seen:
+        st.nnodes_seen[key] = (int(m.group(3)), int(m.group(2)), n, line.strip())
+        return int(m.group(3)), int(m.group(2))
+    return None

@@ -79,6 +79,9 @@ RULES: tuple[Rule, ...] = (
     # Gloo's pairs: old "connect [addr]:port: errno text", new "SO_ERROR: errno text, remote=[addr]"
     Rule("loopback-hostname", (r"connect \[([^\]]+)\]:\d+: ([A-Za-z ]+)", r"SO_ERROR: ([A-Za-z ]+), remote=\[([^\]]+)\]"),
          decide=C.decide_gloo_connect),
+    # Gloo's pair gave up connecting within its deadline ("Connect timeout [peer]", in connectFullMesh):
+    # the SYN went unanswered, so something between the nodes drops it (the errno decides, as above)
+    Rule("firewall-or-unreachable", (r"\] Connect timeout \[([^\]]*)\]",), decide=C.decide_gloo_connect_timeout),
     # hostname-resolution, the node's own name: a warning (a 2-node job can still pass), and an env fix
     Rule("hostname-resolution", (r"Unable to resolve hostname to a \(local\) address",),
          summary="the node's own hostname does not resolve", severity="warning",
@@ -94,6 +97,9 @@ RULES: tuple[Rule, ...] = (
                            r"Error while creating shared memory segment", r"insufficient shared memory \(shm\)")),
     Rule("watchdog-timeout", (r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)",),
          summary="{1} #{0} timed out"),
+    # Gloo's collectives: a send or recv that did not complete within the process group timeout
+    Rule("watchdog-timeout", (r"Timed out waiting (\d+)ms for (send|recv) operation to complete",),
+         summary="a Gloo {1} did not complete in {0} ms"),
     Rule("collective-desync", (r"Detected mismatch between collectives on ranks",)),
     Rule("collective-mismatch", (r"collective mismatch error, local size (\d+) remote size (\d+)",),
          summary="local size {0}, remote size {1}"),
@@ -123,6 +129,9 @@ RULES: tuple[Rule, ...] = (
          resolved_by=(r"has started to listen", r"Rendezvous complete for workers", r"init_process_group done",
                       r"client socket has connected to")),
     Rule("rendezvous-timeout", (r"RendezvousConnectionError", r"RendezvousTimeoutError")),
+    # the agent waited on the store for a key of torchelastic's own rendezvous that never came
+    Rule("rendezvous-timeout", (r"wait timeout after (\d+)ms, keys: \S*/torchelastic/(\S+)",),
+         summary="torchrun waited {0} ms for the rendezvous key {1}, which no node wrote"),
     # the c10d client's connect to the master's store: the address and the errno decide
     Rule("bad-master-addr", (r"failed to connect to \[?([^\s\]]+?)\]?:(\d+) \(errno: (\d+) - ",),
          decide=C.decide_store_connect),
@@ -175,6 +184,10 @@ def _nprocs(seen: Seen) -> str:
     return "torchrun started " + ", ".join(f"{node}: {v[0]}" for (node, _), v in sorted(seen.items())) + " processes"
 
 
+def _nnodes(seen: Seen) -> str:
+    return "torchrun's nnodes differ: " + ", ".join(f"{node}: {v[0]}" for (node, _), v in sorted(seen.items()))
+
+
 def _separate_comms(seen: Seen) -> str:
     return ("each host formed its own communicator of 1 rank (separate jobs): "
             + ", ".join(host for (_, host), _v in sorted(seen.items())))
@@ -183,7 +196,7 @@ def _separate_comms(seen: Seen) -> str:
 @dataclass(frozen=True)
 class CrossRule:
     id: str  # a catalog id
-    fact: str  # version | transport | plugin | nproc | comm: the per-node (per-host) fact
+    fact: str  # version | transport | plugin | nproc | nnodes | comm: the per-node (per-host) fact
     summary: Callable[[Seen], str]
     hosts_if_one_node: bool = False  # one log that holds several hosts: name the hosts, not the node
     applies: Callable[[Seen], bool] | None = None  # when to raise it; None: the fact differs between them
@@ -194,6 +207,9 @@ CROSS_RULES: tuple[CrossRule, ...] = (
               hosts_if_one_node=True),
     CrossRule("ib-socket-mismatch", "transport", _transports),
     CrossRule("nproc-mismatch", "nproc", _nprocs),
+    # each agent's group_world_size is the --nnodes it was started with: where they differ, the agent
+    # that expects more nodes waits for them (at the exit barrier, after the workers finished)
+    CrossRule("ranks-not-joined", "nnodes", _nnodes),
     CrossRule("net-plugin-mismatch", "plugin", lambda seen: "net plugins differ: " + _listing(seen)),
     # comm: the largest communicator each host joined; several hosts that each joined only one of
     # 1 rank ran as separate jobs (e.g. an mpirun that started a 1-rank world in every container)
