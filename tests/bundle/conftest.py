@@ -15,7 +15,8 @@ from tests.conftest import DATA, ROOT
 HF = "hf_FAKEfakeFAKEfake0123456789"
 MY_VAR = "blue-harbor-4711"  # innocent-looking; hidden only because the playbook lists it in redact:
 AKIA = "AKIAIOSFODNN7EXAMPLE"  # under an innocent name
-SECRETS = (HF, MY_VAR, AKIA)
+GHP = "ghp_" + "R2d2C3poBB8Leia0Luke1Han2Solo3Yoda4Q"  # literally on a shell step's command line
+SECRETS = (HF, MY_VAR, AKIA, GHP)
 
 PLAYBOOK = """\
 name: secret-smoke
@@ -41,7 +42,7 @@ steps:
   - connect
 {check}  - id: echo
     kind: shell
-    run: 'echo "my var is $MY_VAR"; echo "token $HF_TOKEN"; echo "cloud=$CLOUD_ID"; printf "\\033[31mred\\033[0m\\n"'
+    run: 'echo "my var is $MY_VAR"; echo "token $HF_TOKEN"; echo "cloud=$CLOUD_ID"; printf "\\033[31mred\\033[0m\\n"; echo "push with {ghp}"'
   - launch-master
   - wait-master
   - launch-workers
@@ -62,7 +63,7 @@ def ddptui(*args: str, cwd: Path | None = None, timeout: float = 120, **extra_en
 
 def _real_run(base: Path, port: int, debug: str, check: bool) -> Path:
     pb = base / "secret.yaml"
-    pb.write_text(PLAYBOOK.format(port=port, hf=HF, my=MY_VAR, akia=AKIA, debug=debug,
+    pb.write_text(PLAYBOOK.format(port=port, hf=HF, my=MY_VAR, akia=AKIA, ghp=GHP, debug=debug,
                                   check="  - check\n" if check else ""))
     for attempt in range(2):  # torch can abort at exit after a good run (see tests/test_local_run.py)
         runs = base / f"runs{attempt}"
