@@ -26,13 +26,14 @@ async def shoot() -> None:
         async with app.run_test(size=(130, 24)) as pilot:
             await pilot.pause()
             app.save_screenshot(str(assets / "picker.svg"))
-        app = DdptuiApp(playbook=ROOT / "playbooks" / "local-smoke.yaml", runs_dir=Path(runs))
-        async with app.run_test(size=(150, 42)) as pilot:
-            await pilot.press("a")
-            await app.workers.wait_for_complete()
-            await pilot.pause(0.2)
-            app.save_screenshot(str(assets / "local-smoke.svg"))
-            print("watch:", app.screen.runbook.states["watch"])
+        for (w, h), name in (((160, 45), "local-smoke.svg"), ((100, 30), "local-smoke-100x30.svg")):
+            app = DdptuiApp(playbook=ROOT / "playbooks" / "local-smoke.yaml", runs_dir=Path(runs))
+            async with app.run_test(size=(w, h)) as pilot:
+                await pilot.press("a")
+                await app.workers.wait_for_complete()
+                await pilot.pause(0.2)
+                app.save_screenshot(str(assets / name))
+                print(f"{w}x{h} watch:", app.screen.runbook.states["watch"])
     await shoot_open(assets)
 
 
