@@ -48,3 +48,32 @@ async def test_host_key_and_passphrase_dialogs() -> None:
     assert await answer(lambda: HostKeyDialog("a", "a.example", "ssh-ed25519", "SHA256:x"), click="#no") == [False]
     assert await answer(lambda: PassphraseDialog("a", "~/.ssh/id"), *"secret", "enter") == ["secret"]
     assert await answer(lambda: PassphraseDialog("a", "~/.ssh/id"), "escape") == [None]
+
+
+async def test_every_button_and_the_whole_text_fit_at_100x30(tmp_path) -> None:
+    """The real app's CSS at its smallest size: the fix dialog scrolls its body, never its buttons;
+    the quit dialog's words wrap instead of being cut; the host key is shown whole."""
+    from ddptui.ui.app import DdptuiApp
+    from ddptui.ui.dialogs.host_key import HostKeyDialog
+
+    long_diff = "--- a/x.yaml\n+++ b/x.yaml\n@@ -1,3 +1,4 @@\n" + "".join(f"     K{i}: v\n" for i in range(60))
+    fp = "SHA256:ZS/REswhmD6SA98/i7K7lmItat0Pu16ZrzqoHxJIN8g"
+    app = DdptuiApp(search_dirs=[("none", tmp_path)], runs_dir=tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen.region
+        for dialog, buttons in ((FixDialog(FINDING, long_diff, tmp_path / "x.yaml"), ("#apply", "#save", "#copy", "#cancel")),
+                                (QuitDialog(["node02", "node03", "node04"]), ("#stop", "#leave", "#cancel")),
+                                (HostKeyDialog("node04", "10.213.0.4", "ssh-ed25519", fp), ("#yes", "#no"))):
+            app.push_screen(dialog)
+            await pilot.pause(0.2)
+            for b in buttons:
+                region = app.screen.query_one(b).region
+                assert region.area and screen.contains_region(region), (type(dialog).__name__, b, region)
+            if isinstance(dialog, QuitDialog):  # the long sentence wraps onto more lines instead of being cut
+                (words,) = [w for w in app.screen.query("Static") if "leave it running" in str(w.render())]
+                assert words.region.height >= 2 and screen.contains_region(words.region)
+            app.pop_screen()
+            await pilot.pause()
+        app.push_screen(HostKeyDialog("node04", "10.213.0.4", "ssh-ed25519", fp))
+        await pilot.pause(0.2)
+        assert str(app.screen.query_one("#fingerprint").render()) == fp
