@@ -18,16 +18,17 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 class Tmux:
     def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.name = f"ddptui-test-{uuid.uuid4().hex[:8]}"
+        self.tmux = ["tmux", "-L", self.name]  # a server of its own: no other tmux user can end it under us
         envs = [f"{k}={v}" for k, v in env.items()]
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45", "-c", str(cwd),
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45", "-c", str(cwd),
                         "env", *envs, *cmd], check=True)
 
     def screen(self) -> str:
-        r = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
+        r = subprocess.run([*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
         return r.stdout
 
     def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
 
     def wait_for(self, pred, timeout: float, what: str) -> str:
         deadline = time.time() + timeout
@@ -40,10 +41,10 @@ class Tmux:
         raise AssertionError(f"timed out waiting for {what}; the screen was:\n{text}")
 
     def alive(self) -> bool:
-        return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode == 0
+        return subprocess.run([*self.tmux, "has-session", "-t", self.name], capture_output=True).returncode == 0
 
     def kill(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 @pytest.fixture
