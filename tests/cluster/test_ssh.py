@@ -252,6 +252,28 @@ def test_a_bracketed_host_port_entry_is_accepted(cluster: Cluster, ssh_env: Path
     t.close()
 
 
+def test_what_the_ssh_layer_notes_is_shown_as_notices(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                       runs_dir: Path) -> None:
+    from ddptui.core.events import Notice
+    from ddptui.core.playbook.loader import load_playbook
+    from ddptui.core.runbook import Runbook
+    from ddptui.core.transport.factory import make_factory
+
+    kh = tmp_path / "known_hosts"
+    kh.write_text("@frobnicate * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZha2U=\n"
+                  + "\n".join(x for x in cluster.known_hosts.read_text().splitlines() if "10.213.0.3" not in x) + "\n")
+    cfg = config_with(cluster, tmp_path, known_hosts=kh)
+    seen: list = []
+    pb = load_playbook(cluster_playbook(tmp_path, ["node02", "node03"], steps="steps: [connect]"))
+    rb = Runbook(pb, seen.append, runs_dir, make_factory(SSHSettings(ssh_config=cfg, accept_new_host_keys=True)))
+    assert rb.run_step("connect")
+    rb.close()
+    notices = [(e.level, e.text) for e in seen if isinstance(e, Notice)]
+    skipped = [t for lv, t in notices if lv == "warning" and f"{kh}:1: @frobnicate lines are not supported" in t]
+    assert len(skipped) == 1  # both nodes read it; said once
+    assert any(lv == "info" and t.startswith("added 10.213.0.3 (ssh-ed25519 SHA256:") for lv, t in notices)
+
+
 def test_down_node_times_out_while_the_others_finish(cluster: Cluster, ssh_env: Path) -> None:
     names = ["node02", "dead", "node03"]
     ts = {n: transport(cluster, n) for n in names}
