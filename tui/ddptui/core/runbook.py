@@ -29,6 +29,7 @@ from .launch.plan import NodePlan
 from .launch.summary import record_revisions, run_summary
 from .logs.rundir import RunDir
 from .playbook.model import Playbook, Step
+from .redact import Redactor
 from .states import NodeStatus, StepState
 from .transport.base import Transport
 
@@ -142,7 +143,7 @@ class Runbook:
     def _ensure_run_dir(self) -> RunDir:
         with self._lock:
             if self.run_dir is None:
-                self.run_dir = RunDir(self._runs_dir, self.pb.name, self.pb.source)
+                self.run_dir = RunDir(self._runs_dir, self.pb.name, self.pb.source, Redactor.for_playbook(self.pb))
                 self.emit(RunStarted(self.run_dir.run_id, str(self.run_dir.path), self.pb.name, tuple(self._nodes)))
             return self.run_dir
 
