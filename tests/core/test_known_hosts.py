@@ -94,3 +94,17 @@ def test_unknown_markers_and_bad_lines_are_skipped_with_a_note(tmp_path: Path) -
     assert any(f"{kh}:1: @frobnicate lines are not supported" in n for n in loaded.skipped)
     assert any(f"{kh}:2:" in n for n in loaded.skipped)
     assert loaded.verify("10.0.0.1", KEY) == "known"
+
+
+def test_the_refusals_read_whole_through_the_redactor(tmp_path: Path) -> None:
+    from ddptui.core.redact import Redactor
+
+    kh = tmp_path / "known_hosts"
+    kh.write_text("@revoked * " + line("")[1:])
+    with pytest.raises(NodeError) as ei:
+        check(kh, accept_new_host_keys=True)
+    assert Redactor().text(ei.value.reason) == ei.value.reason  # headless prints it through one
+    kh.write_text("@cert-authority * " + line("")[1:])
+    with pytest.raises(NodeError) as ei:
+        check(kh)
+    assert Redactor().text(ei.value.reason) == ei.value.reason

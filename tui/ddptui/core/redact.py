@@ -29,7 +29,8 @@ _SECRET_NAME = re.compile(r"(?:^|_|-)(?:" + "|".join(SECRET_WORDS) + r")S?(?:$|_
 # Names the diagnosis needs to see, whose values are settings, not secrets (NCCL_IB_PKEY, ...).
 SAFE_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "CUDA_", "DDPTUI_", "OMP_", "PYTORCH_")
 SAFE_NAMES = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "XDG_SESSION_ID", "XDG_SESSION_TYPE",
-                        "XDG_SESSION_CLASS", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER", "KEYTIMEOUT"})
+                        "XDG_SESSION_CLASS", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER", "KEYTIMEOUT",
+                        "ACCEPT_NEW_HOST_KEYS"})  # ddptui's own flag, named in its messages
 MIN_LEN = 4  # shorter values ("1", "on") are hidden beside their name only, never searched for
 LEARN_MIN_LEN = 8  # a value found beside a secret-looking name in a text is searched for when this long
 

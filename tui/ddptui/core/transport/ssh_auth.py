@@ -25,8 +25,8 @@ def check_host_key(node: str, settings, target: Target, kh: KnownHosts, name: st
             "@@@ WARNING: REVOKED HOST KEY DETECTED! @@@ "
             f"The {key.get_name()} host key of {name} ({key.fingerprint}) is marked as revoked in "
             f"{revoked.where}. This could mean that a stolen key is being used to impersonate this host. "
-            "ddptui refuses to connect, whatever the flags (--accept-new-host-keys included) or other "
-            "known_hosts lines say; ask the node's admin.", "hostkey-revoked")
+            "ddptui refuses to connect, whatever other known_hosts lines or the flags say "
+            "(--accept-new-host-keys too); ask the node's admin.", "hostkey-revoked")
     verdict = kh.verify(name, key)
     if verdict == "known":
         return None
