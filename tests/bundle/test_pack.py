@@ -25,11 +25,12 @@ def members(path: Path) -> dict[str, bytes]:
 @needs_torch
 def test_round_trip_of_a_real_run_hides_every_seeded_secret(real_run: Path, tmp_path: Path) -> None:
     raw = b"".join(p.read_bytes() for p in real_run.iterdir())
-    assert all(s.encode() in raw for s in SECRETS)  # the run itself has them: the test means something
+    assert not any(s.encode() in raw for s in SECRETS)  # masked at rest already...
+    assert b"***REDACTED:MY_VAR***" in raw  # ...where the job printed them: the test means something
     out = tmp_path / "x.ddpt"
     r = ddptui("bundle", str(real_run), "-o", str(out))
     assert r.returncode == 0, r.stderr
-    assert "redacted:" in r.stdout and "MY_VAR" in r.stdout
+    assert "redacted:" in r.stdout
     assert oct(out.stat().st_mode & 0o777) == "0o600"
     for name, data in members(out).items():
         for s in SECRETS:
@@ -39,14 +40,13 @@ def test_round_trip_of_a_real_run_hides_every_seeded_secret(real_run: Path, tmp_
     log = b.lines("localhost")
     assert "my var is ***REDACTED:MY_VAR***" in log and "red" in log
     assert any(x.startswith("token ***REDACTED:") for x in log)
-    assert "cloud=***REDACTED:aws-access-key***" in log
+    assert "cloud=***REDACTED:CLOUD_ID***" in log  # known at rest by its name, not only by its shape
     assert all(t is not None for t, _ in b.node_logs["localhost"])  # arrival times from <node>.times
     assert any("ddptui-smoke result" in x for x in log)
     assert b.plan and "torch.distributed.run" in b.plan[0]["command"]
     assert {c["check"] for c in b.checks} >= {"python", "torch", "env"}
     assert b.events and all("t" in e for e in b.events) and b.summary["ok"] is True
-    red = b.manifest["redaction"]
-    assert red["replaced"] > 0 and "MY_VAR" in red["by_place"]["logs/localhost.log"]
+    assert b.manifest["redaction"]["escape_sequences"] == "stripped"
     assert b.manifest["playbook"] == "secret-smoke" and b.manifest["nodes"] == ["localhost"]
     # the run directory reads through the same type
     run = open_run(real_run)
@@ -66,12 +66,15 @@ def test_manifest_sizes_and_sha256_match_every_member(real_run: Path, tmp_path: 
             "logs/localhost.log", "logs/localhost.times"} <= set(got)
 
 
-@needs_torch
-def test_refuses_to_write_when_a_value_to_hide_is_still_there(real_run: Path, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_refuses_to_write_when_a_value_to_hide_is_still_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys) -> None:
+    # a run folder recorded before secrets were masked at rest: the values are still in it
+    old = fake_run(tmp_path / "old-run", {"localhost": f"my var is {SECRETS[1]}\n"},
+                   playbook=f"name: old\nnodes: [localhost]\nredact: [MY_VAR]\n"
+                            f"job: {{script: train.py, env: {{MY_VAR: {SECRETS[1]}}}}}\n")
     monkeypatch.setattr(Redactor, "text", lambda self, s, place="text": s)  # a broken redactor
     out = tmp_path / "leak.ddpt"
-    assert main(["bundle", str(real_run), "-o", str(out)]) == 1
+    assert main(["bundle", str(old), "-o", str(out)]) == 1
     err = capsys.readouterr().err
     assert "refusing to write the bundle" in err and "MY_VAR" in err
     assert not any(s in err for s in SECRETS)

@@ -158,15 +158,120 @@ def test_changed_host_key_is_refused_even_with_the_flag(cluster: Cluster, ssh_en
     t.close()
 
 
-def test_known_hosts_with_markers_still_loads(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+def node_key(cl: Cluster, node: str = "node02") -> str:
+    return cl.nodes[node].host_key_pub  # "ssh-ed25519 AAAA..."
+
+
+def test_a_revoked_host_key_is_refused_even_when_listed_and_with_the_flag(cluster: Cluster, ssh_env: Path,
+                                                                         tmp_path: Path) -> None:
     kh = tmp_path / "known_hosts"
-    kh.write_text("@cert-authority *.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZha2U=\n"
-                  "@revoked * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZha2U=\n" + cluster.known_hosts.read_text())
+    kh.write_text(cluster.known_hosts.read_text() + f"@revoked * {node_key(cluster)}\n")
+    before = kh.read_text()
+    line = len(before.splitlines())
+    cfg = config_with(cluster, tmp_path, known_hosts=kh)
+    for accept in (False, True):
+        with pytest.raises(NodeError) as ei:
+            transport(cluster, "node02", cfg, accept_new_host_keys=accept, confirm_host_key=lambda *a: True).connect()
+        assert ei.value.kind == "hostkey-revoked" and "REVOKED HOST KEY" in ei.value.reason
+        assert f"{kh}:{line}" in ei.value.reason
+    transport(cluster, "node03", cfg).connect()  # another host's key is not touched by it
+    kh.write_text(f"@revoked * {node_key(cluster)}\n")  # revoked and otherwise unknown
+    with pytest.raises(NodeError) as ei:
+        transport(cluster, "node02", cfg, accept_new_host_keys=True).connect()
+    assert ei.value.kind == "hostkey-revoked"
+    assert kh.read_text() == f"@revoked * {node_key(cluster)}\n"  # not saved as trusted
+
+
+def test_a_cert_authority_host_is_refused_in_words(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    ca = tmp_path / "ca"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(ca)], check=True)
+    kh = tmp_path / "known_hosts"
+    kh.write_text("@cert-authority 10.213.0.* " + " ".join(Path(f"{ca}.pub").read_text().split()[:2]) + "\n")
+    before = kh.read_text()
+    cfg = config_with(cluster, tmp_path, known_hosts=kh)
+    for accept in (False, True):
+        with pytest.raises(NodeError) as ei:
+            transport(cluster, "node02", cfg, accept_new_host_keys=accept).connect()
+        assert ei.value.kind == "hostkey-cert" and f"{kh}:1" in ei.value.reason
+        assert "cannot check host certificates" in ei.value.reason and "ssh-keyscan" in ei.value.reason
+    assert kh.read_text() == before
+    kh.write_text(before + f"10.213.0.2 {node_key(cluster)}\n")  # the plain key, as the words say
+    transport(cluster, "node02", cfg).connect()
+
+
+def test_a_hashed_known_hosts_entry_is_accepted(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    kh = tmp_path / "known_hosts"
+    kh.write_text(cluster.known_hosts.read_text())
+    subprocess.run(["ssh-keygen", "-H", "-f", str(kh)], check=True, capture_output=True)
+    assert "10.213.0.2" not in kh.read_text() and kh.read_text().startswith("|1|")
     t = transport(cluster, "node02", config_with(cluster, tmp_path, known_hosts=kh))
     t.connect()
+    assert t.run(["hostname"], timeout=10).stdout.strip() == "node02"
     t.close()
-    assert any("@cert-authority lines are not supported" in n for n in t.notes)
-    assert any("@revoked" in n for n in t.notes)
+
+
+def _forward_once(to: tuple[str, int]) -> int:
+    """A TCP port on 127.0.0.1 that forwards one connection to `to`: sshd on another port."""
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+
+    def pump(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            b.close()
+
+    def serve() -> None:
+        c, _ = srv.accept()
+        srv.close()
+        up = socket.create_connection(to)
+        threading.Thread(target=pump, args=(c, up), daemon=True).start()
+        pump(up, c)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+def test_a_bracketed_host_port_entry_is_accepted(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    kh = tmp_path / "known_hosts"
+    cfg = config_with(cluster, tmp_path, known_hosts=kh)
+    port = _forward_once(("10.213.0.2", 22))
+    kh.write_text(f"127.0.0.1 {node_key(cluster, 'node03')}\n")  # port 22's entry does not count
+    with pytest.raises(UnknownHostKey):
+        SSHTransport(NodeSpec("node02", host="127.0.0.1", port=port), OPTS, SSHSettings(ssh_config=cfg)).connect()
+    port = _forward_once(("10.213.0.2", 22))
+    kh.write_text(f"[127.0.0.1]:{port} {node_key(cluster)}\n")
+    t = SSHTransport(NodeSpec("node02", host="127.0.0.1", port=port), OPTS, SSHSettings(ssh_config=cfg))
+    t.connect()
+    assert t.run(["hostname"], timeout=10).stdout.strip() == "node02"
+    t.close()
+
+
+def test_what_the_ssh_layer_notes_is_shown_as_notices(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                       runs_dir: Path) -> None:
+    from ddptui.core.events import Notice
+    from ddptui.core.playbook.loader import load_playbook
+    from ddptui.core.runbook import Runbook
+    from ddptui.core.transport.factory import make_factory
+
+    kh = tmp_path / "known_hosts"
+    kh.write_text("@frobnicate * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZha2U=\n"
+                  + "\n".join(x for x in cluster.known_hosts.read_text().splitlines() if "10.213.0.3" not in x) + "\n")
+    cfg = config_with(cluster, tmp_path, known_hosts=kh)
+    seen: list = []
+    pb = load_playbook(cluster_playbook(tmp_path, ["node02", "node03"], steps="steps: [connect]"))
+    rb = Runbook(pb, seen.append, runs_dir, make_factory(SSHSettings(ssh_config=cfg, accept_new_host_keys=True)))
+    assert rb.run_step("connect")
+    rb.close()
+    notices = [(e.level, e.text) for e in seen if isinstance(e, Notice)]
+    skipped = [t for lv, t in notices if lv == "warning" and f"{kh}:1: @frobnicate lines are not supported" in t]
+    assert len(skipped) == 1  # both nodes read it; said once
+    assert any(lv == "info" and t.startswith("added 10.213.0.3 (ssh-ed25519 SHA256:") for lv, t in notices)
 
 
 def test_down_node_times_out_while_the_others_finish(cluster: Cluster, ssh_env: Path) -> None:

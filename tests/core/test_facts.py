@@ -132,3 +132,10 @@ def test_small_parsers():
     assert F.parse_env("NCCL_DEBUG=INFO\nPATH=/bin\nGLOO_SOCKET_IFNAME=eth0\n") == {"NCCL_DEBUG": "INFO", "GLOO_SOCKET_IFNAME": "eth0"}
     assert F.parse_route('[{"dst":"10.0.0.2","dev":"eth0","prefsrc":"10.0.0.3"}]') == {
         "interface": "eth0", "source": "10.0.0.3", "type": "unicast", "gateway": None}
+
+
+def test_the_env_section_keeps_only_what_the_env_fact_is_for() -> None:
+    from ddptui.core.checks.facts import env_lines
+
+    text = "HOME=/root\nAWS_SECRET_ACCESS_KEY=abc123\nNCCL_DEBUG=INFO\nMULTI=a\nNCCL_FAKE=continued\nOMP_NUM_THREADS=1\n"
+    assert env_lines(text).splitlines() == ["NCCL_DEBUG=INFO", "NCCL_FAKE=continued", "OMP_NUM_THREADS=1"]

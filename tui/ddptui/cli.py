@@ -130,11 +130,12 @@ def _ssh_settings(args: argparse.Namespace):
 
 
 def _runs_dir(args: argparse.Namespace) -> Path:
+    from .core.logs.rundir import private_dir
     from .core.paths import default_runs_dir
 
     d = args.runs_dir or default_runs_dir()
     try:
-        d.mkdir(parents=True, exist_ok=True)
+        private_dir(d)  # what it creates is 0700: runs hold logs and commands
     except OSError as e:
         raise UsageError(f"--runs-dir {d}: cannot create it: {e.strerror}") from None
     if not os.access(d, os.W_OK):
@@ -151,30 +152,36 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 class _Printer:
-    """Headless output: `node │ line`, flushed line by line even into a pipe; or JSON events."""
+    """Headless output: `node │ line`, flushed line by line even into a pipe; or JSON events.
+    With a Redactor, nothing secret is printed: node output is searched for the known values (one
+    search per batch), every other line and event fully."""
 
-    def __init__(self, as_json: bool, width: int) -> None:
+    def __init__(self, as_json: bool, width: int, redactor=None) -> None:
         self.as_json = as_json
         self.width = width
+        self.redactor = redactor
         self._lock = threading.Lock()
         self.out = sys.stdout
 
     def __call__(self, ev) -> None:
         from .core import events as E
 
+        r = self.redactor
         with self._lock:
-            if self.as_json:
-                if isinstance(ev, E.NodeOutput):
-                    for i, text in enumerate(ev.lines):
-                        self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,
-                                            "line": ev.first_line + i, "text": text}))
-                else:
-                    self._w(json.dumps(ev.to_json(), default=str))
-                return
             if isinstance(ev, E.NodeOutput):
-                pre = f"{ev.node:<{self.width}} │ "
-                self._w("".join(pre + line + "\n" for line in ev.lines), nl=False)
-            elif isinstance(ev, E.StepChanged):
+                lines = r.lines(list(ev.lines), "output") if r else ev.lines
+                if self.as_json:
+                    for i, text in enumerate(lines):
+                        self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,
+                                            "line": ev.first_line + i, "text": text}), mask=False)
+                else:
+                    pre = f"{ev.node:<{self.width}} │ "
+                    self._w("".join(pre + line + "\n" for line in lines), nl=False, mask=False)
+                return
+            if self.as_json:
+                self._w(json.dumps(r.obj(ev.to_json(), "output") if r else ev.to_json(), default=str), mask=False)
+                return
+            if isinstance(ev, E.StepChanged):
                 mark = {"running": "▶", "passed": "✓", "failed": "✗", "skipped": "·"}.get(ev.state, " ")
                 msg = f" — {ev.message}" if ev.message and ev.state != "running" else (
                     f" {ev.message}" if ev.message else "")
@@ -198,12 +205,16 @@ class _Printer:
             elif isinstance(ev, E.RunStarted):
                 self._w(f"{'ddptui':<{self.width}} │ run {ev.run_id} → {ev.run_dir}")
 
-    def _w(self, s: str, nl: bool = True) -> None:
+    def _w(self, s: str, nl: bool = True, mask: bool = True) -> None:
+        if mask and self.redactor is not None:
+            s = self.redactor.text(s, "output")
         self.out.write(s + ("\n" if nl else ""))
         self.out.flush()
 
 
 def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: bool) -> tuple[int, object]:
+    from .core.events import Notice
+    from .core.redact import Redactor
     from .core.runbook import Runbook
     from .core.states import NodeStatus
     from .core.transport.factory import make_factory
@@ -212,7 +223,7 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
     settings = _ssh_settings(args)
     runs_dir = _runs_dir(args)
     width = max([len(n.name) for n in pb.nodes] + [6])
-    printer = _Printer(as_json, width)
+    printer = _Printer(as_json, width, Redactor.for_playbook(pb))
     rb = Runbook(pb, printer, runs_dir, make_factory(settings))
     ids = [s.id for s in pb.steps]
     start = getattr(args, "from_step", None)
@@ -231,7 +242,7 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
         rc = EXIT_OK if ok else EXIT_FAIL
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
-        printer(_notice("interrupted: stopping the job on every node"))
+        printer(Notice("warning", "interrupted: stopping the job on every node"))
         rc = EXIT_INTERRUPTED
     finally:
         rb.close()
@@ -247,12 +258,6 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
 
 def _raise_interrupt(*_: object) -> None:
     raise KeyboardInterrupt
-
-
-def _notice(text: str):
-    from .core.events import Notice
-
-    return Notice("warning", text)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -303,6 +308,7 @@ def _quiet_checks(args: argparse.Namespace, pb, ids: list[str]):
 def cmd_fix(args: argparse.Namespace) -> int:
     """Run the checks; show each fixable finding's diff; with --apply write one revision of them all."""
     from .core.fixes import NotFixable, propose
+    from .core.redact import Redactor
 
     pb = _load(args.playbook)
     rb, _ = _quiet_checks(args, pb, _check_steps(pb))
@@ -330,7 +336,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     for f in fixable:
         print(f"{f.severity.upper():7} {f.id} — {f.summary}\n          fix: {f.fix.explain}")
-    sys.stdout.write(proposal.diff)
+    sys.stdout.write(Redactor.for_playbook(pb).text(proposal.diff, "diff"))  # its context lines may hold secrets
     if not args.apply:
         print(f"(not written: add --apply to save this as {_revision_name(pb.path)})")
         return EXIT_OK

@@ -15,6 +15,7 @@ Terminal escape sequences are stripped. `counts` says what was hidden where, nev
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from typing import Any
@@ -28,7 +29,8 @@ _SECRET_NAME = re.compile(r"(?:^|_|-)(?:" + "|".join(SECRET_WORDS) + r")S?(?:$|_
 # Names the diagnosis needs to see, whose values are settings, not secrets (NCCL_IB_PKEY, ...).
 SAFE_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "CUDA_", "DDPTUI_", "OMP_", "PYTORCH_")
 SAFE_NAMES = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "XDG_SESSION_ID", "XDG_SESSION_TYPE",
-                        "XDG_SESSION_CLASS", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER", "KEYTIMEOUT"})
+                        "XDG_SESSION_CLASS", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER", "KEYTIMEOUT",
+                        "ACCEPT_NEW_HOST_KEYS"})  # ddptui's own flag, named in its messages
 MIN_LEN = 4  # shorter values ("1", "on") are hidden beside their name only, never searched for
 LEARN_MIN_LEN = 8  # a value found beside a secret-looking name in a text is searched for when this long
 
@@ -49,6 +51,15 @@ _ENV_ASSIGN = re.compile(r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)(?P<sep>=[\"']?)(?P
 _FLAG = re.compile(r"(?P<name>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>[= ])(?P<val>[^\s\"'-][^\s\"']*)")
 _ANSI = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 PLACEHOLDER = "***REDACTED:{}***"
+
+
+_BARE_PLACEHOLDER = re.compile(r"(?P<pre>(?:^|[:-])[ \t]+|[\[{,][ \t]*|^)(?P<ph>\*\*\*REDACTED:[^*\s]*\*\*\*)(?=[ \t]*(?:$|[,\]}#]))",
+                               re.M)
+
+
+def shape_of(value: str) -> str | None:
+    """The kind of token a value looks like (aws-access-key, hf-token...), or None."""
+    return next((what for what, rx in SHAPES if rx.search(value)), None)
 
 
 def looks_secret(name: str) -> bool:
@@ -95,6 +106,27 @@ class Redactor:
                         r.hide(str(k), str(v))
         return r
 
+    @classmethod
+    def for_playbook(cls, pb: Any, login_env: dict[str, str] | None = None) -> Redactor:
+        """What a run must never write or print in clear: the env values (job's and nodes') that are
+        secret by name, by the playbook's `redact:` list, or by their shape (`MY_VAR=AKIA...`); and,
+        when a node runs on this machine (the job inherits ddptui's environment), the login
+        environment's secrets too; and any token-shaped text in the playbook (a shell step's line)."""
+        r = cls(names=list(pb.redact))
+        envs = [pb.job.env_dict(), *(dict(n.env) for n in pb.nodes)]
+        if any(n.transport == "local" for n in pb.nodes):
+            envs.append(dict(os.environ) if login_env is None else login_env)
+        for env in envs:
+            for k, v in env.items():
+                if v is not None and (r.is_secret(str(k)) or shape_of(str(v))):
+                    r.hide(str(k), str(v))
+        source = getattr(pb, "source", "") or ""
+        r.learn(source)  # `export API_TOKEN=...` on a shell step's command line
+        for what, rx in SHAPES:  # a token written anywhere in the playbook is a value the run knows
+            for m in rx.finditer(source):
+                r.hide(what, m.group(0))
+        return r
+
     def is_secret(self, name: str) -> bool:
         return name.upper() in self.names or looks_secret(name)
 
@@ -131,19 +163,37 @@ class Redactor:
             self.learn(o)
 
     # ---- redacting --------------------------------------------------------------------------
+    def _values_rx(self) -> re.Pattern:
+        rx = self._rx
+        if rx is None:
+            alts = sorted(self.values, key=len, reverse=True)
+            rx = self._rx = re.compile("|".join(re.escape(v) for v in alts))
+        return rx
+
+    def _by_values(self, s: str, place: str) -> str:
+        def by_value(m: re.Match) -> str:
+            name = self.values[m.group(0)]
+            self.counts[(place, name)] += 1
+            return PLACEHOLDER.format(name)
+
+        return self._values_rx().sub(by_value, s)
+
+    def lines(self, lines: list[str], place: str = "log") -> list[str]:
+        """The hot path (a node's output, batch by batch): the known values only, one search over
+        the whole batch, and the very same list back when nothing is known or nothing matched."""
+        if not self.values or not self._values_rx().search("\n".join(lines)):
+            return lines
+        return [self._by_values(line, place) for line in lines]
+
+    def yaml_text(self, s: str, place: str = "playbook") -> str:
+        """A playbook with its secret values hidden that still loads: bare placeholders are quoted
+        (a bare `*...` would be a YAML alias)."""
+        return _BARE_PLACEHOLDER.sub(lambda m: f"{m['pre']}'{m['ph']}'", self.text(s, place))
+
     def text(self, s: str, place: str = "text") -> str:
         s = strip_escapes(s)
         if self.values:
-            if self._rx is None:
-                alts = sorted(self.values, key=len, reverse=True)
-                self._rx = re.compile("|".join(re.escape(v) for v in alts))
-
-            def by_value(m: re.Match) -> str:
-                name = self.values[m.group(0)]
-                self.counts[(place, name)] += 1
-                return PLACEHOLDER.format(name)
-
-            s = self._rx.sub(by_value, s)
+            s = self._by_values(s, place)
         for what, rx in SHAPES:
             def by_shape(m: re.Match, what: str = what) -> str:
                 self.counts[(place, what)] += 1

@@ -20,7 +20,7 @@ from .diagnosis.live import LiveDiagnosis
 from .diagnosis.model import Finding
 from .errors import StepFailed
 from .events import (
-    Event, FindingRaised, NodeOutput, NodeState, PlaybookRevised, RunFinished, RunStarted, Sink, StepChanged,
+    Event, FindingRaised, NodeOutput, NodeState, Notice, PlaybookRevised, RunFinished, RunStarted, Sink, StepChanged,
 )
 from .fixes import Proposal, write_revision
 from .launch.nodes import NodeRun, connect, fan_out, run_shell
@@ -29,6 +29,7 @@ from .launch.plan import NodePlan
 from .launch.summary import record_revisions, run_summary
 from .logs.rundir import RunDir
 from .playbook.model import Playbook, Step
+from .redact import Redactor
 from .states import NodeStatus, StepState
 from .transport.base import Transport
 
@@ -58,6 +59,7 @@ class Runbook:
         self._idle.set()
         self._started = time.time()
         self.closed = False
+        self._noted: set[str] = set()
         diagnosis = LiveDiagnosis(len(playbook.nodes), playbook.master, lambda: self._nodes[playbook.master].running,
                                   lambda f: self.emit(FindingRaised.of(f)), playbook.job.rdzv_timeout,
                                   playbook.bandwidth.min_busbw_gbps)
@@ -141,7 +143,7 @@ class Runbook:
     def _ensure_run_dir(self) -> RunDir:
         with self._lock:
             if self.run_dir is None:
-                self.run_dir = RunDir(self._runs_dir, self.pb.name, self.pb.source)
+                self.run_dir = RunDir(self._runs_dir, self.pb.name, self.pb.source, Redactor.for_playbook(self.pb))
                 self.emit(RunStarted(self.run_dir.run_id, str(self.run_dir.path), self.pb.name, tuple(self._nodes)))
             return self.run_dir
 
@@ -204,11 +206,20 @@ class Runbook:
 
     # ---- the steps ----------------------------------------------------------------------------------
     def _connect(self, step: Step) -> str:
-        errors = fan_out(list(self._nodes.values()), lambda nr: connect(nr, self._factory, self.pb, self._set_node))
+        errors = fan_out(list(self._nodes.values()),
+                         lambda nr: connect(nr, self._factory, self.pb, self._set_node, self._note))
         if errors:
             why = "; ".join(f"{n}: {getattr(e, 'reason', e)}" for n, e in errors.items())
             raise StepFailed(f"{len(errors)} of {len(self._nodes)} nodes unreachable: {why}")
         return f"{len(self._nodes)} node{'s' if len(self._nodes) != 1 else ''} connected"
+
+    def _note(self, level: str, text: str, node: str) -> None:
+        """What the transports noted while connecting, as notices: once each (nodes share known_hosts)."""
+        with self._lock:
+            if text in self._noted:
+                return
+            self._noted.add(text)
+        self.emit(Notice(level, text, node))
 
     def _ensure_connected(self) -> None:
         if any(nr.transport is None for nr in self._nodes.values()):

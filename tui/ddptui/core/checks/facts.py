@@ -84,6 +84,15 @@ def is_loopback(addr: str) -> bool:
 
 
 ENV_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "CUDA_")
+# What the env section keeps at all (the bundle's report and diff read these too); the rest of a
+# node's (or, on the local transport, ddptui's own) environment is dropped where it is parsed.
+ENV_KEEP = (*ENV_PREFIXES, "MASTER_", "OMP_", "PYTORCH_", "SLURM_", "WORLD_SIZE")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def env_lines(text: str) -> str:
+    """The probe's `env` output with only the variables the checks are for (ENV_KEEP)."""
+    return "\n".join(line for line in text.splitlines() if _ENV_NAME.match(line) and line.startswith(ENV_KEEP))
 
 
 def parse_env(text: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 
 from ..diagnosis.catalog import finding, merge_by_id
@@ -87,6 +87,8 @@ class Preflight:
         cmds = probe_commands(remote_master, self.pb.job.master_port, is_master, not is_master)
         res = t.transport.run([], shell=probe_script(cmds), timeout=self.timeout)
         sec = parse_sections(res.stdout, cmds)
+        if "env" in sec:  # only what the env fact is for: never the rest of the environment
+            sec["env"] = replace(sec["env"], output=F.env_lines(sec["env"].output))
         nf = F.NodeFacts()
         for s in sec.values():
             nf.evidence[s.name] = (s.command, s.output)

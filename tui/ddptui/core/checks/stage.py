@@ -11,6 +11,7 @@ from ..events import CheckResult, Event, FindingRaised
 from ..launch.nodes import NodeRun, fan_out
 from ..launch.plan import env_for, workdir_for
 from ..playbook.model import Playbook
+from ..redact import Redactor
 from .preflight import NodeTarget, Preflight, PreflightResult
 
 
@@ -58,7 +59,7 @@ def _check_script(pb: Playbook, nr: NodeRun, emit: Callable[[Event], None]) -> N
 
 
 def check_report(pb: Playbook, source: str, nodes: dict[str, NodeRun], pf: PreflightResult | None) -> dict:
-    """The `check --json` object of CONTRACTS.md."""
+    """The `check --json` object of CONTRACTS.md, its secret values hidden."""
     out = []
     for name, nr in nodes.items():
         reachable = nr.connected
@@ -73,6 +74,7 @@ def check_report(pb: Playbook, source: str, nodes: dict[str, NodeRun], pf: Prefl
             "role": "master" if name == pb.master else "worker", "reachable": reachable, "error": nr.error,
             "facts": facts.to_json() if facts is not None and reachable else {}, "checks": checks,
         })
-    return {"playbook": source, "backend": pf.backend if pf else pb.job.backend,
-            "master_addr": pf.master_addr if pf else None, "nodes": out,
-            "findings": [f.to_json() for f in pf.findings] if pf else []}
+    report = {"playbook": source, "backend": pf.backend if pf else pb.job.backend,
+              "master_addr": pf.master_addr if pf else None, "nodes": out,
+              "findings": [f.to_json() for f in pf.findings] if pf else []}
+    return Redactor.for_playbook(pb).obj(report, "check")

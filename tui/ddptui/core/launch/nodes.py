@@ -68,8 +68,10 @@ def python_for(pb: Playbook, node: NodeSpec, transport_kind: str) -> str:
 
 
 def connect(nr: NodeRun, factory: Callable[[Playbook, str], Transport], pb: Playbook,
-            set_state: Callable[..., None]) -> None:
-    """Open a node's one connection (again, if it was unreachable); NodeError says why not."""
+            set_state: Callable[..., None], notify: Callable[[str, str, str], None] | None = None) -> None:
+    """Open a node's one connection (again, if it was unreachable); NodeError says why not.
+    What the transport noted on the way (skipped known_hosts lines, a key saved) goes to `notify`
+    as (level, text, node), connected or not."""
     if nr.transport is not None and nr.state != NodeStatus.UNREACHABLE:
         return
     set_state(nr, NodeStatus.CONNECTING, "")
@@ -80,6 +82,9 @@ def connect(nr: NodeRun, factory: Callable[[Playbook, str], Transport], pb: Play
         nr.error = e.reason
         set_state(nr, NodeStatus.UNREACHABLE, e.reason)
         raise
+    finally:
+        for note in getattr(t, "notes", ()) if notify else ():
+            notify("info" if note.startswith("added ") else "warning", note, nr.name)
     nr.transport = t
     nr.error = None
     nr.python = python_for(pb, nr.spec, t.kind)

@@ -6,15 +6,18 @@ as a shell line; the transport sends argv and env as data, never as pasted strin
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass, field
 
 from pathlib import Path
 
 from ..playbook.model import NodeSpec, Playbook
+from ..redact import looks_secret, shape_of
 
-SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|API_KEY|ACCESS_KEY|PRIVATE)", re.I)
+
+def is_secret(name: str, value: str, redact: tuple[str, ...] = ()) -> bool:
+    """One source of truth (core/redact.py): secret by name, by the playbook's `redact:`, or by shape."""
+    return name.upper() in {n.upper() for n in redact} or looks_secret(name) or shape_of(value) is not None
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class NodePlan:
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    redact: tuple[str, ...] = ()  # the playbook's `redact:` names: masked however innocent they look
 
     @property
     def ranks(self) -> range:
@@ -36,7 +40,7 @@ class NodePlan:
     def shell_line(self, reveal_secrets: bool = False) -> str:
         """The command as one copyable shell line; secret-looking env values are masked."""
         env = " ".join(
-            f"{k}={shlex.quote(v if reveal_secrets or not SECRET_NAME.search(k) else '***')}"
+            f"{k}={shlex.quote(v if reveal_secrets or not is_secret(k, v, self.redact) else '***')}"
             for k, v in sorted(self.env.items())
         )
         cmd = shlex.join(self.argv)
@@ -103,7 +107,7 @@ def plan_launch(pb: Playbook, inputs: LaunchInputs) -> list[NodePlan]:
         plans.append(NodePlan(
             node=node.name, role="master" if rank == 0 else "worker", node_rank=rank, nproc=nproc,
             first_rank=first_rank, python=python, argv=tuple(argv), env=env,
-            cwd=inputs.cwds.get(node.name, node.workdir or job.workdir),
+            cwd=inputs.cwds.get(node.name, node.workdir or job.workdir), redact=tuple(pb.redact),
         ))
         first_rank += nproc
     return plans

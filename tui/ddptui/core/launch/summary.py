@@ -43,9 +43,7 @@ def run_summary(pb: Playbook, nodes: dict[str, NodeRun], states: dict[str, StepS
 def record_revisions(new: RunDir, old: RunDir | None, pb: Playbook) -> None:
     """The new run's revisions/ holds every playbook it was made from, oldest first, the one just
     fixed last, so a bundle of it carries the whole history."""
-    history = new.path / "revisions"
-    history.mkdir(mode=0o700, exist_ok=True)
     if old is not None and (old.path / "revisions").is_dir():
         for f in sorted((old.path / "revisions").glob("*.yaml")):
-            (history / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
-    (history / Path(pb.path or "playbook.yaml").name).write_text(pb.source, encoding="utf-8")
+            new.write_playbook(f.read_text(encoding="utf-8"), f"revisions/{f.name}")
+    new.write_playbook(pb.source, f"revisions/{Path(pb.path or 'playbook.yaml').name}")

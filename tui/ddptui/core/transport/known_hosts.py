@@ -2,13 +2,23 @@
 
 paramiko's HostKeys.load raises on any `@cert-authority` or `@revoked` line (InvalidHostKey is not
 an SSHException, so it escapes), and its RejectPolicy raises a plain SSHException without the
-fingerprint. So we read the files line by line, skip what paramiko cannot use (and say so), and
-decide unknown / known / changed ourselves.
+fingerprint. So we read the files line by line and decide revoked / unknown / known / changed
+ourselves, as OpenSSH does:
+
+- `@revoked PATTERNS KEY`: that key is never accepted for a matching host, whatever another line
+  says, whatever the flags;
+- `@cert-authority PATTERNS KEY`: matching hosts prove themselves with a certificate. paramiko
+  cannot check host certificates, so such a host is refused unless its plain key is known too;
+- plain lines: exact names, hashed names (`|1|salt|hash`) and `[host]:port` for other ports,
+  through paramiko's HostKeys; wildcard patterns work in the marker lines.
+
+What cannot be used (unreadable lines, unknown markers) is skipped, and `skipped` says so.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,10 +30,26 @@ def lookup_name(host: str, port: int) -> str:
     return host if port == 22 else f"[{host}]:{port}"
 
 
+@dataclass(frozen=True)
+class Marked:
+    """One `@revoked` or `@cert-authority` line."""
+
+    marker: str
+    file: Path
+    line: int
+    patterns: tuple[str, ...]
+    key: paramiko.PKey | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
 @dataclass
 class KnownHosts:
     files: list[Path]
     entries: list[tuple[Path, int, HostKeyEntry]] = field(default_factory=list)
+    marked: list[Marked] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "file:line: why"
     _keys: paramiko.HostKeys = field(default_factory=paramiko.HostKeys)
 
@@ -40,24 +66,38 @@ class KnownHosts:
                 continue
             for n, raw in enumerate(text.splitlines(), 1):
                 line = raw.strip()
-                if not line or line.startswith("#"):
-                    continue
-                if line.startswith("@"):
-                    marker = line.split(None, 1)[0]
-                    kh.skipped.append(f"{f}:{n}: {marker} lines are not supported, skipped")
-                    continue
-                try:
-                    entry = HostKeyEntry.from_line(line, n)
-                except Exception as e:  # InvalidHostKey, binascii errors, unknown key types
-                    kh.skipped.append(f"{f}:{n}: unreadable entry skipped ({type(e).__name__})")
-                    continue
-                if entry is None or entry.key is None:
-                    kh.skipped.append(f"{f}:{n}: unsupported key type, skipped")
-                    continue
-                kh.entries.append((f, n, entry))
-                for h in entry.hostnames:
-                    kh._keys.add(h, entry.key.get_name(), entry.key)
+                if line and not line.startswith("#"):
+                    kh._read_line(f, n, line)
         return kh
+
+    def _read_line(self, f: Path, n: int, line: str) -> None:
+        marker = ""
+        if line.startswith("@"):
+            marker, _, line = line.partition(" ")
+            line = line.strip()
+            if marker not in ("@revoked", "@cert-authority"):
+                self.skipped.append(f"{f}:{n}: {marker} lines are not supported, skipped")
+                return
+        try:
+            entry = HostKeyEntry.from_line(line, n)
+        except Exception as e:  # InvalidHostKey, binascii errors, unknown key types
+            entry = None
+            why = f"unreadable entry skipped ({type(e).__name__})"
+        else:
+            why = "unsupported key type, skipped"
+        if marker == "@cert-authority":  # the hosts matter, not the key: we refuse them either way
+            patterns = tuple(line.split(None, 1)[0].split(",")) if line else ()
+            self.marked.append(Marked(marker, f, n, patterns, entry.key if entry else None))
+            return
+        if entry is None or entry.key is None:
+            self.skipped.append(f"{f}:{n}: {marker + ' ' if marker else ''}{why}")
+            return
+        if marker == "@revoked":
+            self.marked.append(Marked(marker, f, n, tuple(entry.hostnames), entry.key))
+            return
+        self.entries.append((f, n, entry))
+        for h in entry.hostnames:
+            self._keys.add(h, entry.key.get_name(), entry.key)
 
     def known_keys(self, name: str) -> list[paramiko.PKey]:
         found = self._keys.lookup(name)
@@ -68,9 +108,19 @@ class KnownHosts:
         known = self.known_keys(name)
         if not known:
             return "unknown"
-        if any(k.get_name() == key.get_name() and k.asbytes() == key.asbytes() for k in known):
+        if any(_same(k, key) for k in known):
             return "known"
         return "changed"
+
+    def revoked(self, name: str, key: paramiko.PKey) -> Marked | None:
+        """The `@revoked` line that revokes this key for this host, if any."""
+        return next((m for m in self.marked if m.marker == "@revoked" and m.key is not None and _same(m.key, key)
+                     and host_matches(m.patterns, name)), None)
+
+    def cert_authority(self, name: str) -> Marked | None:
+        """The `@cert-authority` line that says this host proves itself with a certificate, if any."""
+        return next((m for m in self.marked if m.marker == "@cert-authority" and host_matches(m.patterns, name)),
+                    None)
 
     def where(self, name: str) -> str:
         for f, n, e in self.entries:
@@ -90,7 +140,28 @@ class KnownHosts:
         return target
 
 
+def _same(a: paramiko.PKey, b: paramiko.PKey) -> bool:
+    return a.get_name() == b.get_name() and a.asbytes() == b.asbytes()
+
+
 def _match(pattern: str, name: str) -> bool:
     if pattern.startswith("|1|"):
         return bool(paramiko.HostKeys().hash_host(name, pattern) == pattern)
     return pattern == name
+
+
+def host_matches(patterns: tuple[str, ...] | list[str], name: str) -> bool:
+    """OpenSSH's match_hostname: `*` and `?` wildcards, `!` negates (and wins), hashed names."""
+    hit = False
+    for p in patterns:
+        negated = p.startswith("!")
+        p = p[1:] if negated else p
+        if p.startswith("|1|"):
+            ok = _match(p, name)
+        else:
+            rx = re.escape(p.lower()).replace(r"\*", ".*").replace(r"\?", ".")
+            ok = re.fullmatch(rx, name.lower()) is not None
+        if ok and negated:
+            return False
+        hit = hit or ok
+    return hit

@@ -15,11 +15,34 @@ from .ssh_config import DEFAULT_IDENTITIES, Target
 
 def check_host_key(node: str, settings, target: Target, kh: KnownHosts, name: str, key: paramiko.PKey,
                    t: paramiko.Transport) -> str | None:
-    """Refuse a changed key always, an unknown one unless accepted; the note to show when one was saved."""
+    """Refuse a revoked or changed key always, an unknown one unless accepted (never for a host that
+    known_hosts says proves itself with a certificate); the note to show when one was saved."""
+    revoked = kh.revoked(name, key)
+    if revoked is not None:
+        t.close()
+        raise NodeError(
+            node,
+            "@@@ WARNING: REVOKED HOST KEY DETECTED! @@@ "
+            f"The {key.get_name()} host key of {name} ({key.fingerprint}) is marked as revoked in "
+            f"{revoked.where}. This could mean that a stolen key is being used to impersonate this host. "
+            "ddptui refuses to connect, whatever other known_hosts lines or the flags say "
+            "(--accept-new-host-keys too); ask the node's admin.", "hostkey-revoked")
     verdict = kh.verify(name, key)
     if verdict == "known":
         return None
     files = ", ".join(str(f) for f in target.known_hosts_files[:1])
+    ca = kh.cert_authority(name) if verdict == "unknown" else None
+    if ca is not None:
+        t.close()
+        port = f"-p {target.port} " if target.port != 22 else ""
+        raise NodeError(
+            node,
+            f"{name} is covered by the @cert-authority line at {ca.where}: it proves its identity with a "
+            "host certificate, and ddptui (paramiko) cannot check host certificates, so it refuses to "
+            f"connect. To use this node, add its plain host key to {files or '~/.ssh/known_hosts'}: get it "
+            f"with `ssh-keyscan -t {key.get_name()} {port}{target.hostname}`, check that its fingerprint "
+            f"is {key.fingerprint} (`ssh-keygen -lf FILE`, and with the node's admin), then append the line "
+            f"with the name {name}.", "hostkey-cert")
     if verdict == "changed":
         t.close()
         expected = kh.known_keys(name)[0]
