@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from ..errors import PlaybookError, Problem
 from .bandwidth import parse_bandwidth
 from .fields import _Ctx, _choice, _env, _hostlist, _kind, _mapping, _port, _positive, _str_list, _typed
+from .source import compose, read_text
 from .model import (
     BUILTIN_SCRIPTS,
     DEFAULT_STEPS,
@@ -199,14 +199,7 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
     playbook only viewed, from a bundle made elsewhere) skips looking for the job's script here."""
     ctx = _Ctx(path, text)
     base = base or Path.cwd()
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        src = ctx.lines[line - 1] if 0 < line <= len(ctx.lines) else ""
-        msg = f"YAML syntax error: {e.problem or e.context}"
-        raise PlaybookError(path, [Problem(path, line, col, msg, "check the indentation and quoting", src)]) from None
+    root = compose(text, path)
     if root is None:
         raise PlaybookError(path, [Problem(path, 1, 1, "the playbook is empty", "start from playbooks/local-smoke.yaml")])
     top = _mapping(ctx, root, "the playbook", TOP_KEYS, ("name", "nodes", "job"))
@@ -275,13 +268,7 @@ def _redact(ctx: _Ctx, node: Node) -> tuple[str, ...]:
 def load_playbook(path: str | Path) -> Playbook:
     """Load a playbook file; relative paths in it are relative to its folder."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlaybookError(str(path), [Problem(str(path), 1, 1, "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise PlaybookError(str(path), [Problem(str(path), 1, 1, f"cannot read: {e}")]) from None
-    return parse_playbook(text, str(path), base=p.resolve().parent)
+    return parse_playbook(read_text(p), str(path), base=p.resolve().parent)
 
 
 @dataclass(frozen=True)
