@@ -139,11 +139,16 @@ MAX_NAME = 255  # NAME_MAX, and what a user or a rendezvous id needs
 
 def _seconds(v: Any) -> str | None:
     """A timeout or a grace period: finite, above 0, at most a week (a bigger one overflows a sleep)."""
-    return _positive(v) or (None if v <= WEEK else f"must be at most {WEEK} seconds (a week), not {v:g}")
+    return _positive(v) or (None if v <= WEEK else f"must be at most {WEEK} seconds (a week), not {_shown(v)}")
+
+
+def _shown(v: float | int) -> str:
+    text = f"{v:g}" if isinstance(v, float) else str(v)
+    return text if len(text) <= 20 else f"a {len(text)}-digit number"
 
 
 def _nproc(v: Any) -> str | None:
-    return _positive(v) or (None if v <= MAX_NPROC else f"must be at most {MAX_NPROC} processes per node")
+    return _positive(v) or (None if v <= MAX_NPROC else f"must be at most {MAX_NPROC} processes per node, not {_shown(v)}")
 
 
 def _at_most(n: int, what: str = "characters") -> Callable[[Any], str | None]:

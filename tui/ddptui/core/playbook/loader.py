@@ -22,7 +22,7 @@ from .fields import (
 )
 from .local import check_local
 from .names import MAX_NODE_NAME, MAX_NODES, check_nodes, host_check, user_check
-from .source import compose, read_text
+from .source import compose, fail, read_text
 from .model import (
     BUILTIN_SCRIPTS,
     DEFAULT_STEPS,
@@ -45,6 +45,7 @@ STEP_KEYS = ("id", "kind", "title", "timeout", "run", "nodes")
 SSH_KEYS = ("connect_timeout", "command_timeout", "keepalive")
 TRANSPORTS = ("ssh", "local")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_PROBLEMS = 100  # shown at once; past that, a count
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -222,7 +223,7 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
     bandwidth = parse_bandwidth(ctx, top["bandwidth"][1] if "bandwidth" in top else None)
     if ctx.problems:
         ctx.problems.sort(key=lambda p: (p.line, p.col))
-        raise PlaybookError(path, ctx.problems)
+        raise fail(path, ctx.problems, MAX_PROBLEMS)
     assert name is not None and job is not None
     return Playbook(name=name, description=description, nodes=tuple(nodes),
                     master=master or nodes[0].name, job=job, steps=steps, ssh=ssh,

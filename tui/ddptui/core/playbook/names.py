@@ -42,9 +42,11 @@ def check_nodes(ctx: _Ctx, items: list[tuple[NodeSpec, Node]]) -> dict[str, Node
     """Each node's name is usable and its own; returns name -> the YAML node that names it."""
     names: dict[str, Node] = {}
     files: dict[str, str] = {}
+    twice: dict[int, tuple[Node, str, int]] = {}  # per YAML node: a hostlist repeated repeats every name
     for spec, at in items:
         if spec.name in names:
-            ctx.add(at, f"node {spec.name!r} is listed twice", "each node may appear once")
+            first = twice.get(id(at), (at, spec.name, 0))
+            twice[id(at)] = (at, first[1], first[2] + 1)
             continue
         names[spec.name] = at
         bad = host_problem(spec.name, "node name", MAX_NODE_NAME)
@@ -56,4 +58,7 @@ def check_nodes(ctx: _Ctx, items: list[tuple[NodeSpec, Node]]) -> dict[str, Node
         if other != spec.name:
             ctx.add(at, f"nodes {other!r} and {spec.name!r} would write the same log file ({stem}.log)",
                     "rename one: names that differ only in case or in : % @ _ share a file")
+    for at, name, n in twice.values():
+        ctx.add(at, f"node {name!r} is listed twice" + (f" (and {n - 1:,} more names from here)" if n > 1 else ""),
+                "each node may appear once")
     return names

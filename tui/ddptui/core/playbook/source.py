@@ -51,11 +51,11 @@ def _at(path: str, lines: list[str], mark: yaml.Mark | None, message: str, hint:
     return Problem(path, line, col, message, hint, _BAD_CHAR.sub("\ufffd", src))
 
 
-def _fail(path: str, problems: list[Problem]) -> PlaybookError:
-    if len(problems) > MAX_REPORTED:
-        last = problems[MAX_REPORTED - 1]
-        problems = problems[:MAX_REPORTED] + [Problem(path, last.line, last.col,
-                                                      f"and {len(problems) - MAX_REPORTED} more like these")]
+def fail(path: str, problems: list[Problem], limit: int = MAX_REPORTED) -> PlaybookError:
+    """PlaybookError with the first `limit` problems and a line saying how many more there were."""
+    if len(problems) > limit:
+        last = problems[limit - 1]
+        problems = problems[:limit] + [Problem(path, last.line, last.col, f"and {len(problems) - limit:,} more problems")]
     return PlaybookError(path, problems)
 
 
@@ -119,7 +119,7 @@ def check_characters(text: str, path: str) -> None:
                          "delete it (it often comes from copying out of a terminal)")
                 for _, m in zip(range(MAX_REPORTED + 1), _BAD_CHAR.finditer(text))]
     if problems:
-        raise _fail(path, problems)
+        raise fail(path, problems)
 
 
 def _events_ok(text: str, path: str, lines: list[str]) -> None:
@@ -141,7 +141,7 @@ def _events_ok(text: str, path: str, lines: list[str]) -> None:
         elif isinstance(ev, yaml.CollectionEndEvent):
             depth -= 1
     if problems:
-        raise _fail(path, problems)
+        raise fail(path, problems)
 
 
 def _scalars_ok(root: Node, path: str, lines: list[str]) -> None:
@@ -176,16 +176,16 @@ def _scalars_ok(root: Node, path: str, lines: list[str]) -> None:
             val = constructor.construct_object(node)
         except (yaml.YAMLError, ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
             why = str(e).split("\n")[0]
-            problems.append(_at(path, lines, node.start_mark, f"{node.value[:40]!r} looks like "
-                                f"{_WORDS.get(kind, kind)} but is not one ({why})",
-                                "quote it if it is meant as text"))
+            msg = (f"a number with {len(node.value):,} digits is too large" if "digits" in why else
+                   f"{node.value[:40]!r} looks like {_WORDS.get(kind, kind)} but is not one ({why})")
+            problems.append(_at(path, lines, node.start_mark, msg, "quote it if it is meant as text"))
             continue
         if isinstance(val, int) and val.bit_length() > MAX_INT_BITS:
             problems.append(_at(path, lines, node.start_mark, f"a number with {len(node.value):,} digits is too large",
                                 "quote it if it is meant as text"))
     if problems:
         problems.sort(key=lambda p: (p.line, p.col))
-        raise _fail(path, problems)
+        raise fail(path, problems)
 
 
 def compose(text: str, path: str) -> Node | None:
