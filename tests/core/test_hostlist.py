@@ -21,9 +21,34 @@ def test_expand(expr, names):
     ("a,,b", 2, "empty name"),
     ("n[x]", 2, "bad range"),
     ("a,a", 0, "twice"),
-    ("bad name", 0, "bad host name"),
+    ("bad name", 3, "' ' is not allowed"),
+    ("a;touch x", 1, "';' is not allowed"),
+    ("-oProxyCommand", 0, "starts with '-'"),
+    ("n[0-100000][0-100000]", 0, "at most 4096"),
+    ("a,b[1-5000]", 2, "expands to at least 5,001 names"),
+    ("n[" + "1" * 20 + "]", 2, "bad range"),
 ])
 def test_errors_carry_the_offset(expr, offset, word):
     with pytest.raises(HostlistError) as ei:
         expand_hostlist(expr)
     assert ei.value.offset == offset and word in str(ei.value)
+
+
+def test_the_count_is_known_before_anything_is_expanded():
+    import tracemalloc
+
+    tracemalloc.start()
+    with pytest.raises(HostlistError):
+        expand_hostlist("n[0-100000][0-100000]")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 1_000_000
+
+
+def test_a_list_of_exactly_the_limit_expands():
+    assert len(expand_hostlist("n[1-4096]")) == 4096
+
+
+@pytest.mark.parametrize("expr", ["fe80::1%eth0", "user@gpu01", "a_b", "h.example.org"])
+def test_what_openssh_accepts_is_accepted(expr):
+    assert expand_hostlist(expr) == [expr]

@@ -120,12 +120,15 @@ def _load(path: Path):
     return load_playbook(path)
 
 
-def _ssh_settings(args: argparse.Namespace):
+def _ssh_settings(args: argparse.Namespace, pb=None):
     from .core.transport.factory import SSHSettings
 
     cfg = args.ssh_config
     if cfg is not None and not cfg.is_file():
         raise UsageError(f"--ssh-config {cfg}: no such file")
+    if pb is not None and any(n.transport == "ssh" for n in pb.nodes):  # a broken one is bad input: exit 2
+        from .core.transport.ssh_config import _load_config
+        _load_config(cfg)
     return SSHSettings(ssh_config=cfg, accept_new_host_keys=args.accept_new_host_keys)
 
 
@@ -220,7 +223,7 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
     from .core.transport.factory import make_factory
 
     pb = _load(args.playbook)
-    settings = _ssh_settings(args)
+    settings = _ssh_settings(args, pb)
     runs_dir = _runs_dir(args)
     width = max([len(n.name) for n in pb.nodes] + [6])
     printer = _Printer(as_json, width, Redactor.for_playbook(pb))
@@ -295,7 +298,7 @@ def _quiet_checks(args: argparse.Namespace, pb, ids: list[str]):
 
     buf = _Printer(False, 6)
     buf.out = io.StringIO()
-    rb = Runbook(pb, buf, _runs_dir(args), make_factory(_ssh_settings(args)))
+    rb = Runbook(pb, buf, _runs_dir(args), make_factory(_ssh_settings(args, pb)))
     try:
         ok = all([rb.run_step(s) for s in ids])
     except KeyboardInterrupt:

@@ -113,7 +113,11 @@ class Orchestrator:
         self._set_state(nr, NodeStatus.LAUNCHING, f"{plan.role}, node_rank {plan.node_rank}")
         spec = LaunchSpec(plan.argv, plan.env, plan.cwd, grace=self.pb.job.stop_grace,
                           detach_log=f"~/.cache/ddptui/runs/{run_dir.run_id}/{safe_name(nr.name)}.log")
-        proc = nr.transport.start(spec, self._output_handler(nr, run_dir), nr.python)
+        try:
+            proc = nr.transport.start(spec, self._output_handler(nr, run_dir), nr.python)
+        except OSError as e:  # this machine's python (a local node's) is gone or not a program
+            self._set_state(nr, NodeStatus.FAILED, f"cannot start {nr.python}: {e.strerror or e}")
+            raise StepFailed(f"{nr.name}: cannot start {nr.python!r}: {e.strerror or e}") from None
         nr.process = proc
         nr.started_at = time.time()
         if not proc.started.wait(30) or proc.pid is None:

@@ -4,6 +4,7 @@ problem with its `path:line:col` (and a hint) instead of raising, so every probl
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from typing import Any
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from ..errors import Problem
 from ..hostlist import HostlistError, expand_hostlist
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_ARG = 131072  # Linux's MAX_ARG_STRLEN: one argument or one NAME=value
 
 
 class _Ctx:
@@ -98,7 +100,7 @@ def _typed(ctx: _Ctx, node: Node, where: str, typ: type | tuple[type, ...],
     val = ctx.value(node)
     ok = isinstance(val, types) and not (isinstance(val, bool) and bool not in types)
     if not ok and float in types and isinstance(val, int) and not isinstance(val, bool):
-        val, ok = float(val), True
+        val, ok = (float(val), True) if abs(val) < 1e300 else (math.copysign(math.inf, val), True)
     if not ok:
         ctx.add(node, f"{where} must be {want}, not {_kind(node)} ({node.value!r})",
                 f"write {want}" + (", e.g. 2" if int in types else ""))
@@ -124,7 +126,41 @@ def _choice(ctx: _Ctx, node: Node, where: str, choices: tuple[str, ...]) -> str 
 
 
 def _positive(v: Any) -> str | None:
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"must be a finite number, not {v}"
     return None if v > 0 else "must be greater than 0"
+
+
+WEEK = 7 * 24 * 3600
+MAX_NPROC = 1024
+MAX_PATH = 4096  # PATH_MAX
+MAX_NAME = 255  # NAME_MAX, and what a user or a rendezvous id needs
+
+
+def _seconds(v: Any) -> str | None:
+    """A timeout or a grace period: finite, above 0, at most a week (a bigger one overflows a sleep)."""
+    return _positive(v) or (None if v <= WEEK else f"must be at most {WEEK} seconds (a week), not {_shown(v)}")
+
+
+def _shown(v: float | int) -> str:
+    text = f"{v:g}" if isinstance(v, float) else str(v)
+    return text if len(text) <= 20 else f"a {len(text)}-digit number"
+
+
+def _nproc(v: Any) -> str | None:
+    return _positive(v) or (None if v <= MAX_NPROC else f"must be at most {MAX_NPROC} processes per node, not {_shown(v)}")
+
+
+def _at_most(n: int, what: str = "characters") -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        return None if len(v) <= n else f"is {len(v):,} {what} long; at most {n:,} are allowed"
+    return check
+
+
+def _path(v: Any) -> str | None:
+    if not v:
+        return "is empty"
+    return _at_most(MAX_PATH)(v)
 
 
 def _port(v: Any) -> str | None:
@@ -137,8 +173,8 @@ def _env(ctx: _Ctx, node: Node, where: str) -> tuple[tuple[str, str], ...]:
         return ()
     out: dict[str, str] = {}
     for knode, vnode in node.value:
-        key = str(getattr(knode, "value", ""))
-        if not ENV_NAME.match(key):
+        key = str(knode.value) if isinstance(knode, ScalarNode) else ""
+        if not ENV_NAME.match(key) or len(key) > MAX_NAME:
             ctx.add(knode, f"{key!r} in {where} is not a valid environment variable name")
             continue
         if key in out:
@@ -151,7 +187,12 @@ def _env(ctx: _Ctx, node: Node, where: str) -> tuple[tuple[str, str], ...]:
         if val is None:
             ctx.add(vnode, f"{where}.{key} is empty", "quote an empty value: \"\"")
             continue
-        out[key] = ("1" if val else "0") if isinstance(val, bool) else str(val)
+        text = ("1" if val else "0") if isinstance(val, bool) else str(val)
+        if len(f"{key}={text}".encode()) >= MAX_ARG:
+            ctx.add(vnode, f"{where}.{key} is {len(text):,} characters long; the kernel refuses a variable "
+                           f"of {MAX_ARG:,} bytes or more")
+            continue
+        out[key] = text
     return tuple(out.items())
 
 
@@ -163,7 +204,11 @@ def _str_list(ctx: _Ctx, node: Node, where: str) -> tuple[str, ...]:
     out = []
     for item in node.value:
         if isinstance(item, ScalarNode) and ctx.value(item) is not None:
-            out.append(str(ctx.value(item)))
+            text = str(ctx.value(item))
+            if len(text.encode()) >= MAX_ARG:
+                ctx.add(item, f"an item of {where} is {len(text):,} characters long; the kernel refuses an "
+                              f"argument of {MAX_ARG:,} bytes or more")
+            out.append(text)
         else:
             ctx.add(item, f"each item of {where} must be a string, not {_kind(item)}")
     return tuple(out)

@@ -12,12 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from ..errors import PlaybookError, Problem
 from .bandwidth import parse_bandwidth
-from .fields import _Ctx, _choice, _env, _hostlist, _kind, _mapping, _port, _positive, _str_list, _typed
+from .fields import (
+    MAX_NAME, _at_most, _choice, _Ctx, _env, _hostlist, _kind, _mapping, _nproc, _path, _port, _seconds, _str_list,
+    _typed,
+)
+from .local import check_local
+from .names import MAX_NODE_NAME, MAX_NODES, check_nodes, host_check, user_check
+from .source import compose, fail, read_text
 from .model import (
     BUILTIN_SCRIPTS,
     DEFAULT_STEPS,
@@ -40,6 +45,7 @@ STEP_KEYS = ("id", "kind", "title", "timeout", "run", "nodes")
 SSH_KEYS = ("connect_timeout", "command_timeout", "keepalive")
 TRANSPORTS = ("ssh", "local")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_PROBLEMS = 100  # shown at once; past that, a count
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -66,6 +72,9 @@ def _nodes(ctx: _Ctx, node: Node, default_transport: str) -> list[tuple[NodeSpec
         ctx.add(node, "nodes is empty", "name at least one node")
     for i, item in enumerate(node.value):
         where = f"nodes[{i}]"
+        if len(out) > MAX_NODES:
+            ctx.add(item, f"more than {MAX_NODES} nodes", "split the job into several playbooks")
+            break
         if isinstance(item, ScalarNode):
             for n in _hostlist(ctx, item, where):
                 out.append((NodeSpec(name=n, transport=default_transport), item))
@@ -80,16 +89,16 @@ def _nodes(ctx: _Ctx, node: Node, default_transport: str) -> list[tuple[NodeSpec
         for key, (_, v) in keys.items():
             w = f"{where}.{key}"
             if key in ("host", "user", "python", "workdir"):
-                kw[key] = _typed(ctx, v, w, str)
+                kw[key] = _typed(ctx, v, w, str, {"host": host_check, "user": user_check}.get(key, _path))
             elif key == "port":
                 kw[key] = _typed(ctx, v, w, int, _port)
             elif key == "nproc_per_node":
-                kw[key] = _typed(ctx, v, w, int, _positive)
+                kw[key] = _typed(ctx, v, w, int, _nproc)
             elif key == "transport":
                 kw[key] = _choice(ctx, v, w, TRANSPORTS) or default_transport
             elif key == "env":
                 kw[key] = _env(ctx, v, w)
-        out.append((NodeSpec(**{k: v for k, v in kw.items() if v is not None}), item))
+        out.append((NodeSpec(**{k: v for k, v in kw.items() if v is not None}), keys["name"][1]))
     return out
 
 
@@ -99,15 +108,17 @@ def _job(ctx: _Ctx, node: Node, owner: Node) -> tuple[Job | None, dict[str, tupl
     for key, (_, v) in keys.items():
         w = f"job.{key}"
         if key in ("script", "workdir", "python", "rdzv_id"):
-            kw[key] = _typed(ctx, v, w, str)
+            kw[key] = _typed(ctx, v, w, str, _at_most(MAX_NAME) if key == "rdzv_id" else _path)
         elif key == "args":
             kw[key] = _str_list(ctx, v, w)
-        elif key in ("nproc_per_node", "rdzv_timeout", "rdzv_read_timeout"):
-            kw[key] = _typed(ctx, v, w, int, _positive)
+        elif key == "nproc_per_node":
+            kw[key] = _typed(ctx, v, w, int, _nproc)
+        elif key in ("rdzv_timeout", "rdzv_read_timeout"):
+            kw[key] = _typed(ctx, v, w, int, _seconds)
         elif key == "master_port":
             kw[key] = _typed(ctx, v, w, int, _port)
         elif key in ("master_wait_timeout", "stop_grace"):
-            kw[key] = _typed(ctx, v, w, float, _positive)
+            kw[key] = _typed(ctx, v, w, float, _seconds)
         elif key == "rendezvous":
             kw[key] = _choice(ctx, v, w, ("static", "c10d"))
         elif key == "backend":
@@ -150,7 +161,7 @@ def _steps(ctx: _Ctx, node: Node, node_names: set[str]) -> tuple[Step, ...]:
                     f"duplicate step id {sid!r} (first on line {seen[sid]})", "give each step its own `id:`")
             sid = None
         title = _typed(ctx, keys["title"][1], f"{where}.title", str) if "title" in keys else None
-        timeout = _typed(ctx, keys["timeout"][1], f"{where}.timeout", float, _positive) if "timeout" in keys else None
+        timeout = _typed(ctx, keys["timeout"][1], f"{where}.timeout", float, _seconds) if "timeout" in keys else None
         run = _typed(ctx, keys["run"][1], f"{where}.run", str) if "run" in keys else None
         nodes: tuple[str, ...] = ()
         if "nodes" in keys:
@@ -169,56 +180,21 @@ def _steps(ctx: _Ctx, node: Node, node_names: set[str]) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def _check_script(ctx: _Ctx, job: Job, keys: dict[str, tuple[Node, Node]], base: Path,
-                  nodes: list[NodeSpec]) -> None:
-    """A script we can see from here (builtin, or a local node's file) must exist."""
-    vnode = keys["script"][1]
-    if job.script.startswith("builtin:"):
-        if job.script not in BUILTIN_SCRIPTS:
-            ctx.add(vnode, f"unknown builtin script {job.script!r}",
-                    "the bundled workloads are: " + ", ".join(BUILTIN_SCRIPTS))
-        return
-    for n in nodes:
-        if n.transport != "local":
-            continue
-        workdir = Path(n.workdir or job.workdir or base).expanduser()
-        if not workdir.is_absolute():
-            workdir = base / workdir
-        script = Path(job.script).expanduser()
-        script = script if script.is_absolute() else workdir / script
-        if not script.is_file():
-            ctx.add(vnode, f"script not found: {str(script)!r} (job.script on local node {n.name!r})",
-                    "job.script is relative to job.workdir, or to the playbook's folder without one; "
-                    "or use builtin:smoke")
-        return
-
-
 def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None,
                    check_files: bool = True) -> Playbook:
     """Parse playbook text; raise PlaybookError with every problem found. `check_files=False` (a
     playbook only viewed, from a bundle made elsewhere) skips looking for the job's script here."""
     ctx = _Ctx(path, text)
     base = base or Path.cwd()
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        src = ctx.lines[line - 1] if 0 < line <= len(ctx.lines) else ""
-        msg = f"YAML syntax error: {e.problem or e.context}"
-        raise PlaybookError(path, [Problem(path, line, col, msg, "check the indentation and quoting", src)]) from None
+    root = compose(text, path)
     if root is None:
         raise PlaybookError(path, [Problem(path, 1, 1, "the playbook is empty", "start from playbooks/local-smoke.yaml")])
     top = _mapping(ctx, root, "the playbook", TOP_KEYS, ("name", "nodes", "job"))
-    name = _typed(ctx, top["name"][1], "name", str) if "name" in top else None
+    name = _typed(ctx, top["name"][1], "name", str, _at_most(MAX_NODE_NAME)) if "name" in top else None
     description = (_typed(ctx, top["description"][1], "description", str) or "") if "description" in top else ""
     transport = (_choice(ctx, top["transport"][1], "transport", TRANSPORTS) or "ssh") if "transport" in top else "ssh"
     node_items = _nodes(ctx, top["nodes"][1], transport) if "nodes" in top else []
-    names: dict[str, Node] = {}
-    for spec, n in node_items:
-        if spec.name in names:
-            ctx.add(n, f"node {spec.name!r} is listed twice", "each node may appear once")
-        names.setdefault(spec.name, n)
+    names = check_nodes(ctx, node_items)
     nodes = [spec for spec, _ in node_items]
     master = None
     if "master" in top:
@@ -235,19 +211,19 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
         kw = {}
         for key, (_, v) in sk.items():
             typ = int if key == "keepalive" else float
-            val = _typed(ctx, v, f"ssh.{key}", typ, _positive)
+            val = _typed(ctx, v, f"ssh.{key}", typ, _seconds)
             if val is not None:
                 kw[key] = val
         ssh = SSHOptions(**kw)
     steps = _steps(ctx, top["steps"][1], set(names)) if "steps" in top else tuple(
         Step(id=i, kind=k, title=t) for i, k, t in DEFAULT_STEPS)
     if job is not None and check_files:
-        _check_script(ctx, job, job_keys, base, nodes)
+        check_local(ctx, job, job_keys, base, node_items)
     redact = _redact(ctx, top["redact"][1]) if "redact" in top else ()
     bandwidth = parse_bandwidth(ctx, top["bandwidth"][1] if "bandwidth" in top else None)
     if ctx.problems:
         ctx.problems.sort(key=lambda p: (p.line, p.col))
-        raise PlaybookError(path, ctx.problems)
+        raise fail(path, ctx.problems, MAX_PROBLEMS)
     assert name is not None and job is not None
     return Playbook(name=name, description=description, nodes=tuple(nodes),
                     master=master or nodes[0].name, job=job, steps=steps, ssh=ssh,
@@ -275,13 +251,7 @@ def _redact(ctx: _Ctx, node: Node) -> tuple[str, ...]:
 def load_playbook(path: str | Path) -> Playbook:
     """Load a playbook file; relative paths in it are relative to its folder."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlaybookError(str(path), [Problem(str(path), 1, 1, "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise PlaybookError(str(path), [Problem(str(path), 1, 1, f"cannot read: {e}")]) from None
-    return parse_playbook(text, str(path), base=p.resolve().parent)
+    return parse_playbook(read_text(p), str(path), base=p.resolve().parent)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import paramiko
 
+from ..errors import UsageError
 from ..playbook.model import SSHOptions
 
 DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
@@ -38,9 +39,17 @@ class Target:
 
 def _load_config(path: Path | None) -> paramiko.SSHConfig:
     p = Path(path).expanduser() if path else Path("~/.ssh/config").expanduser()
-    if p.is_file():
-        return paramiko.SSHConfig.from_path(str(p))
-    return paramiko.SSHConfig()
+    if not p.is_file():
+        return paramiko.SSHConfig()
+    try:  # paramiko's words ("Unparsable line HostName") or Python's (int('abc')) name no file
+        cfg = paramiko.SSHConfig.from_path(str(p))
+        for entry in cfg._config:  # numbers paramiko keeps as text until a lookup int()s them
+            for key in ("port", "connecttimeout", "serveraliveinterval"):
+                if key in entry["config"] and not str(entry["config"][key]).isdigit():
+                    raise ValueError(f"{key} {entry['config'][key]!r} is not a number")
+    except (paramiko.SSHException, ValueError, TypeError, KeyError, OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"ssh_config {p}: cannot use it: {e}") from None
+    return cfg
 
 
 def resolve(alias: str, cfg: paramiko.SSHConfig, opts: SSHOptions, *, host: str | None = None,
