@@ -145,6 +145,20 @@ class Runbook:
                 self.emit(RunStarted(self.run_dir.run_id, str(self.run_dir.path), self.pb.name, tuple(self._nodes)))
             return self.run_dir
 
+    def new_run(self) -> RunDir:
+        """Finish this run's directory (its summary written, RunFinished sent) and start the next one:
+        a fresh launch after a finished job is a run of its own, with its own logs from line 1."""
+        with self._lock:
+            old = self.run_dir
+            if old is not None:
+                s = self.summary()
+                old.write_summary(s)
+                self.emit(RunFinished(s["ok"], s))
+                old.close()
+                self.run_dir = None
+            self._started = time.time()
+            return self._ensure_run_dir()
+
     def _set_node(self, nr: NodeRun, state: NodeStatus, message: str = "", **kw) -> None:
         nr.state = state
         self.emit(NodeState(nr.name, state, message, **kw))
@@ -221,6 +235,8 @@ class Runbook:
 
     def _launch_master(self, step: Step) -> str:
         self._ensure_connected()
+        if not self.job_running and any(nr.process is not None for nr in self._nodes.values()):
+            self.new_run()  # the job ran in this run directory already: the relaunch gets its own
         self.launch.fresh_launch()
         self.launch.plan()
         m = self.launch.master
