@@ -146,17 +146,10 @@ class Runbook:
             return self.run_dir
 
     def new_run(self) -> RunDir:
-        """Finish this run's directory (its summary written, RunFinished sent) and start the next one:
-        a fresh launch after a finished job is a run of its own, with its own logs from line 1."""
+        """A fresh launch after a finished job is a run of its own: this folder is finished, the next begins."""
         with self._lock:
-            old = self.run_dir
-            if old is not None:
-                s = self.summary()
-                old.write_summary(s)
-                self.emit(RunFinished(s["ok"], s))
-                old.close()
-                self.run_dir = None
-            self._started = time.time()
+            _finish_run_dir(self)
+            self.run_dir, self._started = None, time.time()
             return self._ensure_run_dir()
 
     def _set_node(self, nr: NodeRun, state: NodeStatus, message: str = "", **kw) -> None:
@@ -294,11 +287,16 @@ class Runbook:
         for nr in self._nodes.values():
             if nr.transport is not None:
                 nr.transport.close()
-        if self.run_dir is not None:
-            s = self.summary()
-            self.run_dir.write_summary(s)
-            self.emit(RunFinished(s["ok"], s))
-            self.run_dir.close()
+        _finish_run_dir(self)
+
+
+def _finish_run_dir(rb: Runbook) -> None:
+    """The run's last summary, RunFinished, and its folder's files closed (the folder stays rb.run_dir)."""
+    if rb.run_dir is not None:
+        s = rb.summary()
+        rb.run_dir.write_summary(s)
+        rb.emit(RunFinished(s["ok"], s))
+        rb.run_dir.close()
 
 
 def apply_and_rerun(rb: Runbook, proposal: Proposal, switched: Callable[[Runbook], None] = lambda rb: None) -> FixOutcome:

@@ -44,7 +44,8 @@ def node_keys(node: DOMNode, only_shown: bool = False) -> Iterator[Key]:
         where, name, params = parse(b.action)
         owner = app if where == "app" else node
         state = owner.check_action(name, params)
-        yield Key(app.get_key_display(b), b.action, b.tooltip or b.description, owner, state is not False,
+        shown = ", ".join(app.get_key_display(Binding(k.strip(), "")) for k in b.key.split(","))
+        yield Key(shown, b.action, b.tooltip or b.description, owner, state is not False,
                   b.show or bool(b.tooltip))
 
 

@@ -82,7 +82,7 @@ class PlaybookScreen(FixActions, StepThroughScreen):
                 yield ResultsTab("Results", id="tab-results")
         yield Input(placeholder="find in the focused pane (enter: next match, escape: close)", id="find")
         yield Static("", id="status")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # ctrl+p is in `?`: the keys get the width
 
     def on_mount(self) -> None:
         self.app.sub_title = self.pb.name
@@ -123,27 +123,33 @@ class PlaybookScreen(FixActions, StepThroughScreen):
                 return self.runbook.job_running
             if action == "copy_command":
                 return bool(self.commands)
-            if action in ("fix", "jump_to_evidence"):
-                return bool(self.findings)
+            tab = self.query_one(TabbedContent).active
+            if action in ("fix", "jump_to_evidence"):  # they act on the selected finding
+                return bool(self.findings) and tab == "tab-findings"
             if action in LOGS_ONLY:
-                return self.query_one(TabbedContent).active == "tab-logs"
+                return tab == "tab-logs"
         except NoMatches:  # asked while the screen is still being built
             return True
         return True
 
     # ---- the bridge: core events -> widgets, once per frame --------------------------------
     def _drain(self) -> None:
-        d = self.bridge.drain()
+        self._drain_batch()
+        while self.bridge.pending:
+            self._drain_batch()
+
+    def _drain_batch(self) -> None:
+        d = self.bridge.drain()  # its events all came before its lines
+        for ev in d.events:
+            self._apply(ev)
+        if d.events:
+            self.refresh_bindings()  # a job started or ended, a finding or a command came: other keys apply
         self.pane_grid.write(d.lines, d.counts)
         if d.merged:
             self.query_one(MergedLog).append(d.merged)
         results = self.query_one(ResultsTab)
         for node, lines in d.lines.items():
             results.feed(node, lines)
-        for ev in d.events:
-            self._apply(ev)
-        if d.events:
-            self.refresh_bindings()  # a job started or ended, a finding or a command came: other keys apply
 
     def _apply(self, ev: E.Event) -> None:
         if isinstance(ev, E.StepChanged):

@@ -32,7 +32,7 @@ class StepThroughScreen(Screen):
         Binding("s", "skip_step", "Skip", tooltip="Skip step: mark the selected one skipped"),
         Binding("a", "run_all", "Run all", tooltip="Run all from here: the selected step to the end"),
         Binding("x", "stop_job", "Stop", tooltip="Stop job: on every node (TERM, then KILL)"),
-        Binding("c", "copy_command", "Copy cmd", tooltip="Copy command: the focused node's command line"),
+        Binding("c", "copy_command", "Copy", tooltip="Copy command: the focused node's command line"),
     ]
 
     def __init__(self, playbook: Playbook, runs_dir: Path, factory) -> None:

@@ -73,7 +73,7 @@ class NodePane(Vertical):
         self.filter = "all"
         # the pane's bounded store: what a filter is applied to (the full log is on disk)
         self.buffer: collections.deque[str] = collections.deque(maxlen=max_lines)
-        self.border_title = node
+        self.border_title = f"{node} · {role}"
         self.clock: Callable[[], float] = time.time  # a recorded run's replay sets its own
 
     def compose(self) -> ComposeResult:
@@ -88,13 +88,11 @@ class NodePane(Vertical):
         return self.query_one(Log)
 
     def _header(self) -> Text:
-        parts: list[tuple[str, str]] = [(self.node, "bold"), (self.role, "cyan" if self.role == "master" else "")]
+        # the node and its role are the border's title: the state comes first, what a narrow pane must show
+        state = self.state + (f" {max(0.0, (self.ended or self.clock()) - self.started):.1f}s" if self.started else "")
+        parts: list[tuple[str, str]] = [(state, NODE_STYLE.get(self.state, ""))]
         if self.ranks:
             parts.append((f"ranks {self.ranks}", ""))
-        parts.append((self.state, NODE_STYLE.get(self.state, "")))
-        if self.started:
-            parts.append((f"{max(0.0, (self.ended or self.clock()) - self.started):.1f}s", "dim"))
-        parts.append((f"{self.total_lines} lines", "dim"))
         t = Text()
         for i, (text, style) in enumerate(parts):
             if i:
@@ -104,6 +102,11 @@ class NodePane(Vertical):
 
     def refresh_header(self) -> None:
         self.query_one(".pane-header", Static).update(self._header())
+        self._subtitle()
+
+    def _subtitle(self) -> None:
+        """The bottom border: how many lines came, and the filter when one is on."""
+        self.border_subtitle = f"{self.total_lines} lines" + ("" if self.filter == "all" else f" · filter: {self.filter}")
 
     def set_state(self, state: str, at: float | None = None) -> None:
         """The node's new state, reached at `at` (the event's time; default: now)."""
@@ -137,7 +140,7 @@ class NodePane(Vertical):
         log.clear()
         shown = [fold(x) for x in self.buffer if line_matches(x, flt)]
         log.write_lines(shown, scroll_end=True)
-        self.border_subtitle = "" if flt == "all" else f"filter: {flt}"
+        self._subtitle()
         self._note("" if shown or flt == "all" or not self.buffer else f"no line matches filter {flt} (v for the next one)")
 
     def _note(self, text: str) -> None:

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from ...core.logs.bandwidth import Bandwidth, gbps_words, size_words
 from ...core.logs.results import parse_result_line
 
-COLUMNS = ("node", "host", "rank", "local", "all_reduce", "allreduce ms", "in sync", "total s")
+COLUMNS = ("node", "host", "rank", "all_reduce", "allreduce ms", "in sync", "total s")
 
 
 class ResultsTab(TabPane):
@@ -73,8 +73,7 @@ class ResultsTab(TabPane):
         for r in sorted(self.results, key=lambda r: (r.get("rank") if isinstance(r.get("rank"), int) else 1 << 30)):
             ok = r.get("all_reduce") == "ok"
             t.add_row(Text(str(r.get("node", "")), style="bold"), r.get("host", ""), str(r.get("rank", "")),
-                      str(r.get("local_rank", "")), Text("ok" if ok else str(r.get("all_reduce", "?")),
-                                                         style="bold green" if ok else "bold red"),
+                      Text("ok" if ok else str(r.get("all_reduce", "?")), style="bold green" if ok else "bold red"),
                       r.get("allreduce_ms", ""), r.get("params_in_sync", ""), r.get("total_s", ""))
         self.query_one("#bandwidth", Static).update(bandwidth_text(bw))
         self._label()
@@ -94,11 +93,10 @@ def bandwidth_text(bw: dict | None) -> Text:
         f = bw.get(key)
         if not f:
             continue
-        t.append(f"\n  {name:<10} ", style="cyan")
+        t.append(f"\n  {name:<11}", style="cyan")
         t.append(f"busbw {gbps_words(f['busbw_gbps'])}", style="bold")
-        t.append(f"  algbw {gbps_words(f['algbw_gbps'])}  {size_words(f['size'])} over {f['ranks']} ranks  ({how})")
-        if f.get("nodes"):
-            t.append(f"  from {', '.join(f['nodes'])}", style="dim")
+        t.append(f" · algbw {gbps_words(f['algbw_gbps'])}")
+        t.append(f"\n  {'':<11}{size_words(f['size'])} all_reduce over {f['ranks']} ranks, {how}", style="dim")
     if bw.get("single_node") and not bw.get("inter_node"):
         t.append("\n  one node: no inter-node figure", style="dim")
     if bw.get("min_busbw_gbps"):

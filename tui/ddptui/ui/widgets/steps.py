@@ -33,9 +33,10 @@ class StepTable(DataTable):
         self._steps = steps
 
     def on_mount(self) -> None:
-        self.add_column(" ", key="icon", width=2)
+        # 1 + 14 + 7 cells and their padding: 28 columns, what the narrow rail has inside
+        self.add_column(" ", key="icon", width=1)
         self.add_column("step", key="step")
-        self.add_column("state", key="state", width=8)
+        self.add_column("state", key="state", width=7)
         for s in self._steps:
             icon, style = STATE_STYLE[StepState.PENDING]
             self.add_row(Text(icon, style=style), s.id, Text(StepState.PENDING, style=style), key=s.id)
