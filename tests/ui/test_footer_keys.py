@@ -174,8 +174,12 @@ async def test_mouse_filter_note_whole_lines_and_results(tmp_path: Path) -> None
         screen.pane_grid.pane("alpha").set_filter("rank 7")
         alpha_note = screen.pane_grid.pane("alpha").query_one(".pane-note")
         assert alpha_note.display and "no line matches filter rank 7 (v for the next one)" in str(alpha_note.render())
-        # a click on a finding's row selects it
+        # a number key leaves a tab whose widget has the focus (it used to switch straight back)
+        await pilot.press("3")
+        screen.query_one("#matrix").focus()
         await pilot.press("4")
+        assert screen.query_one(TabbedContent).active == "tab-findings"
+        # a click on a finding's row selects it
         table = screen.query_one("#findings", DataTable)
         assert await pilot.click("#findings", offset=(3, 2))  # the header, then the second row
         assert table.cursor_row == 1 and screen.query_one("FindingsTab").selected().id == "small-shm"

@@ -276,6 +276,10 @@ class PlaybookScreen(FixActions, StepThroughScreen):
             self._status(Text(f"{pane.node}: line {e.line} of its log"))
 
     def action_tab(self, tab: str) -> None:
+        leaving = next((w for w in (self.focused.ancestors_with_self if self.focused else ())
+                        if isinstance(w, TabPane)), None)
+        if leaving is not None and leaving.id != tab:
+            self.set_focus(None)  # focus left inside the tab being hidden would switch straight back to it
         self.query_one(TabbedContent).active = tab
         self.refresh_bindings()
 
