@@ -37,6 +37,7 @@ def _isolated_user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     """Keep the user's real config and data folders out of every test."""
     monkeypatch.setenv("DDPTUI_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("DDPTUI_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DDPTUI_CACHE_DIR", str(tmp_path / "cache"))  # the clipboard file
 
 
 def has_torch() -> bool:

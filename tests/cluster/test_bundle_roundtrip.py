@@ -85,7 +85,7 @@ async def test_a_cluster_run_opens_as_it_ran(cluster: Cluster, ssh_env: Path, tm
                 assert e.text in s.pane_grid.pane(e.node).buffer
         assert str(s.pane_grid.pane("node02").state) == "running"  # it was still hanging then
         # its fix as a diff; applying it needs a cluster, and says so
-        await pilot.press("3", "f")
+        await pilot.press("4", "f")
         assert isinstance(app.screen, FixDialog)
         assert "+    NCCL_IB_DISABLE: '1'" in str(app.screen.query_one("#diff").render())
         await pilot.click("#apply")

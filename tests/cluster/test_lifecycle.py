@@ -76,9 +76,9 @@ def start_long_job(cluster, tmp_path, runs_dir, port, nodes=NODES, extra="", nam
 
 def wait_results(rb: Runbook, n: int, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
-    while len(rb.results) < n and time.monotonic() < deadline:
+    while len(rb.launch.results) < n and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert len(rb.results) >= n, rb.results
+    assert len(rb.launch.results) >= n, rb.launch.results
 
 
 def test_stop_leaves_no_process_and_frees_the_port(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:

@@ -58,11 +58,11 @@ async def test_ib_socket_mismatch_is_fixed_from_the_tui(cluster: Cluster, ssh_en
         assert screen.runbook.job_running  # the job hangs, as NCCL would: not a timeout, a finding
         first_run = screen.runbook.run_path
         # jump from the finding to its evidence line in the node's pane
-        await pilot.press("3", "j")
+        await pilot.press("4", "j")
         assert screen.query_one(TabbedContent).active == "tab-logs"
         ev = next(e for e in f.evidence if e.line)
         assert f"{ev.node}: line {ev.line} of its log" in str(screen.query_one("#status").render())
-        await pilot.press("3", "f")
+        await pilot.press("4", "f")
         assert isinstance(app.screen, FixDialog)
         assert "+    NCCL_IB_DISABLE: '1'" in str(app.screen.query_one("#diff").render())
         columns = [str(c.render()) for c in app.screen.query(".evidence-column")]

@@ -33,7 +33,7 @@ async def test_matrix_evidence_and_fix(cluster: Cluster, ssh_env: Path, tmp_path
         assert str(matrix.get_cell("iba", "ib")) == "✓" and str(matrix.get_cell("gpua", "gpus")) == "✓"
         assert str(matrix.get_cell("iba", "backend")) == "✗"  # CPU torch cannot run nccl: true
         # selecting a cell shows the command that produced it and its output
-        await pilot.press("2")
+        await pilot.press("3")
         matrix.focus()
         matrix.move_cursor(row=0, column=1 + CHECK_COLUMNS.index("ib"))
         await pilot.pause()
@@ -42,7 +42,7 @@ async def test_matrix_evidence_and_fix(cluster: Cluster, ssh_env: Path, tmp_path
         # the findings tab, newest first; the fix as a diff; saved only when asked
         assert [f.id for f in screen.findings] == ["ib-socket-mismatch"]
         assert "iba will use NET/IB, gpua NET/Socket" in str(screen.query_one("#finding-detail", Static).render())
-        await pilot.press("3", "f")
+        await pilot.press("4", "f")
         assert isinstance(app.screen, FixDialog)
         patch = str(app.screen.query_one("#diff", Static).render())
         assert "+    NCCL_IB_DISABLE: '1'" in patch

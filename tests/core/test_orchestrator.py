@@ -7,6 +7,7 @@ the exits, fail-fast, stop and lost-node paths run for real (process groups, TER
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -189,3 +190,28 @@ def test_master_not_started_is_raised_then_resolved_with_the_playbooks_timeout()
     assert seen[-1].state == "resolved" and [f.id for f in live.findings] == ["master-not-started"]
     live.reset()
     assert live.findings == []
+
+
+def test_a_fresh_launch_after_a_finished_job_gets_its_own_run_directory(tmp_path: Path) -> None:
+    """Rerunning launch-master in one Runbook starts a new run: the first run's folder is finished
+    (its summary, RunFinished) and keeps only its own lines; the second starts its logs at line 1."""
+    ok = "print('launch', flush=True)"
+    rb, rec = runbook(tmp_path, {"a": ok, "b": ok, "c": ok})
+    try:
+        assert rb.run_all()
+        first = rb.run_path
+        for step in ("launch-master", "launch-workers", "watch"):
+            assert rb.run_step(step), rb.states
+        second = rb.run_path
+    finally:
+        rb.close()
+    assert first is not None and second is not None and first != second
+    assert [e.run_dir for e in rec.of(E.RunStarted)] == [str(first), str(second)]
+    assert (first / "a.log").read_text().count("launch") == 1  # nothing of the relaunch appended here
+    assert (second / "a.log").read_text().count("launch") == 1
+    assert json.loads((first / "summary.json").read_text())["run_id"] == first.name
+    finished = rec.of(E.RunFinished)
+    assert [f.summary["run_id"] for f in finished] == [first.name, second.name]
+    # the relaunch's own output starts at line 1 of its log
+    outputs = [e for e in rec.of(E.NodeOutput) if e.node == "a"]
+    assert [e.first_line for e in outputs][-1] == 1

@@ -51,7 +51,7 @@ steps: [launch-master, wait-master, launch-workers, watch]
                 break
         streaming = [p.total_lines for p in panes]
         assert all(n > 20_000 for n in streaming), streaming
-        await pilot.press("2")
+        await pilot.press("3")
         assert screen.query_one(TabbedContent).active == "tab-checks"
         mid = [p.total_lines for p in panes]
         assert min(mid) < N, mid  # the key was answered while lines were still arriving

@@ -223,7 +223,7 @@ async def test_a_hostile_but_well_formed_bundle_opens_without_a_playbook(tmp_pat
         assert [f.id for f in s.findings] == ["x"]
         await pilot.press("0", "space")
         await pilot.pause(0.3)
-        await pilot.press("w", "3", "f", "r")
+        await pilot.press("w", "4", "f", "r")
         words = " ".join(n.message for n in app._notifications)
         assert "holds no playbook to save" in words and "read-only: this is a bundle from another machine" in words
 

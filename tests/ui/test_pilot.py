@@ -128,7 +128,8 @@ async def test_command_palette_offers_the_step_actions(tmp_path: Path, runs_dir:
     app = DdptuiApp(playbook=write_pb(tmp_path), runs_dir=runs_dir)
     async with app.run_test(size=(140, 40)):
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        assert {"Run step", "Next step", "Skip step", "Run all from here", "Stop job"} <= set(titles)
+        assert {"Run step", "Next step", "Skip step", "Run all from here", "Stop job", "Filter", "Find", "Fix",
+                "Jump to evidence", "Open next pane", "Logs", "All nodes", "Checks", "Findings", "Results"} <= set(titles)
 
 
 SLEEP_PB = """\

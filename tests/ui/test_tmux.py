@@ -68,7 +68,7 @@ def test_picker_in_a_real_terminal(term_env: dict[str, str]) -> None:
 def test_local_playbook_runs_in_a_real_terminal(term_env: dict[str, str], tmp_path: Path) -> None:
     t = Tmux([ddptui_exe(), "playbooks/local-smoke.yaml", "--runs-dir", str(tmp_path / "runs")], ROOT, term_env)
     try:
-        text = t.wait_for(lambda s: "launch-master" in s and "Run step" in s, 30, "the playbook screen")
+        text = t.wait_for(lambda s: "launch-master" in s and "r Run" in s, 30, "the playbook screen")
         assert "local-smoke" in text and "pending" in text
         t.keys("a")
         text = t.wait_for(lambda s: s.count("all_reduce=ok") >= 2 or "failed" in s, 180, "both ranks' results")

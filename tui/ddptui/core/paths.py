@@ -28,3 +28,12 @@ def user_playbooks_dir() -> Path:
 
 def examples_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "playbooks"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("DDPTUI_CACHE_DIR") or platformdirs.user_cache_dir(APP))
+
+
+def clipboard_file() -> Path:
+    """Where a copy is also written: many terminals ignore OSC 52, the file is always there."""
+    return cache_dir() / "clipboard.txt"

@@ -113,14 +113,6 @@ class Runbook:
     def log_path(self, node: str) -> Path | None:
         return self.run_dir.log_path(node) if self.run_dir else None
 
-    @property
-    def results(self) -> list[dict]:
-        return self.launch.results
-
-    @property
-    def detached(self) -> dict[str, dict]:
-        return self.launch.detached
-
     def findings(self) -> list[Finding]:
         return (list(self.preflight.findings) if self.preflight else []) + self.launch.diagnosis.findings
 
@@ -146,6 +138,13 @@ class Runbook:
                 self.run_dir = RunDir(self._runs_dir, self.pb.name, self.pb.source, Redactor.for_playbook(self.pb))
                 self.emit(RunStarted(self.run_dir.run_id, str(self.run_dir.path), self.pb.name, tuple(self._nodes)))
             return self.run_dir
+
+    def new_run(self) -> RunDir:
+        """A fresh launch after a finished job is a run of its own: this folder is finished, the next begins."""
+        with self._lock:
+            _finish_run_dir(self)
+            self.run_dir, self._started = None, time.time()
+            return self._ensure_run_dir()
 
     def _set_node(self, nr: NodeRun, state: NodeStatus, message: str = "", **kw) -> None:
         nr.state = state
@@ -232,6 +231,8 @@ class Runbook:
 
     def _launch_master(self, step: Step) -> str:
         self._ensure_connected()
+        if not self.job_running and any(nr.process is not None for nr in self._nodes.values()):
+            self.new_run()  # the job ran in this run directory already: the relaunch gets its own
         self.launch.fresh_launch()
         self.launch.plan()
         m = self.launch.master
@@ -289,11 +290,16 @@ class Runbook:
         for nr in self._nodes.values():
             if nr.transport is not None:
                 nr.transport.close()
-        if self.run_dir is not None:
-            s = self.summary()
-            self.run_dir.write_summary(s)
-            self.emit(RunFinished(s["ok"], s))
-            self.run_dir.close()
+        _finish_run_dir(self)
+
+
+def _finish_run_dir(rb: Runbook) -> None:
+    """The run's last summary, RunFinished, and its folder's files closed (the folder stays rb.run_dir)."""
+    if rb.run_dir is not None:
+        s = rb.summary()
+        rb.run_dir.write_summary(s)
+        rb.emit(RunFinished(s["ok"], s))
+        rb.run_dir.close()
 
 
 def apply_and_rerun(rb: Runbook, proposal: Proposal, switched: Callable[[Runbook], None] = lambda rb: None) -> FixOutcome:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import CancelledError
+from functools import partial
 from pathlib import Path
 from collections.abc import Iterable
 from typing import TypeVar
 
 from textual.app import App, SystemCommand
+from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
 from ..core.bundle.read import Bundle
@@ -32,6 +34,7 @@ class DdptuiApp(App):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (40, "-tall")]  # dialogs scroll their body sooner
     TITLE = "ddptui"
+    BINDINGS = [Binding("question_mark", "help", "Keys", tooltip="Keys: every key of this screen, and what it does")]
 
     def __init__(self, playbook: Path | None = None, runs_dir: Path | None = None,
                  ssh_settings: SSHSettings | None = None, start_step: str | None = None,
@@ -79,27 +82,25 @@ class DdptuiApp(App):
         pb, note = viewing_playbook(b, folder)
         self.push_screen(BundleScreen(b, pb, note, folder))
 
-    # ---- the command palette: every step-through action, by name --------------------------
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        if isinstance(screen, PlaybookScreen):
-            yield SystemCommand("Run step", "Run the selected step (again)", screen.action_run_step)
-            yield SystemCommand("Next step", "Run the next pending step", screen.action_next_step)
-            yield SystemCommand("Skip step", "Mark the selected step skipped", screen.action_skip_step)
-            yield SystemCommand("Run all from here", "Run from the selected step to the end", screen.action_run_all)
-            yield SystemCommand("Stop job", "Stop torchrun on every node", screen.action_stop_job)
-            yield SystemCommand("Copy command", "Copy the focused node's command line", screen.action_copy_command)
-        from .screens.bundle import BundleScreen
+    # ---- `?` and the command palette: both made from the screen's bindings -------------------
+    def action_help(self) -> None:
+        from .dialogs.help import HelpDialog
+        from .keys import screen_keys
 
-        if isinstance(screen, BundleScreen):
-            yield SystemCommand("Save playbook", "Write the run's playbook (its fixes applied) into this folder",
-                                screen.action_save_playbook)
-            yield SystemCommand("Play / pause the replay", "Replay the run from where the timeline is",
-                                screen.action_play_pause)
-            yield SystemCommand("Next finding or failure", "Jump to the next moment something went wrong",
-                                screen.action_next_mark)
-            yield SystemCommand("Jump to the end", "Show everything the run recorded", screen.action_to_end)
-            yield SystemCommand("Jump to the start", "Back to before the run began", screen.action_to_start)
+        if isinstance(self.screen, HelpDialog):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(HelpDialog(self.sub_title or self.title, screen_keys(self.screen)))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        from .keys import node_keys
+
+        yield from super().get_system_commands(screen)
+        for k in node_keys(screen, only_shown=False):  # every action the screen has a key for
+            if k.owner is screen and k.advertised:
+                title, _, more = k.description.partition(": ")
+                yield SystemCommand(title, f"{more} · key {k.key}" if more else f"key {k.key}",
+                                    partial(screen.run_action, k.action))
 
     # ---- quitting with a job running asks first ---------------------------------------------
     def _running_screen(self) -> PlaybookScreen | None:

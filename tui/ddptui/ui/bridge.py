@@ -30,10 +30,19 @@ class EventBridge:
     def push(self, ev: Event) -> None:  # any thread
         self._q.append(ev)  # deque.append is atomic
 
+    @property
+    def pending(self) -> bool:
+        return bool(self._q)
+
     def drain(self) -> Drained:  # the UI thread
+        """Lines and events in arrival order: the batch ends before an event that came after lines
+        (a new run's reset, a relaunch's commands must not land above lines that came first); the
+        caller drains again while `pending`."""
         out = Drained()
         q = self._q
         while q:
+            if out.counts and not isinstance(q[0], NodeOutput):
+                break
             ev = q.popleft()
             if isinstance(ev, NodeOutput):
                 buf = out.lines.setdefault(ev.node, [])

@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from ...core.diagnosis.model import Finding
+from ..clipboard import copy_out
 
 
 class FixChoice(Enum):
@@ -79,8 +80,7 @@ class FixDialog(ModalScreen[FixChoice]):
     @on(Button.Pressed)
     def _pressed(self, ev: Button.Pressed) -> None:
         if ev.button.id == "copy":
-            self.app.copy_to_clipboard(self.copy_text())
-            self.notify("copied")
+            copy_out(self.app, self.copy_text(), "the fix")
             return
         self.dismiss(FixChoice(ev.button.id))
 

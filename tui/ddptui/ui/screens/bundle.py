@@ -37,13 +37,14 @@ class BundleScreen(PlaybookScreen):
     """A recorded run at a moment of its timeline (its end, when opened); it plays at 1× to 64×."""
 
     BINDINGS = [
-        Binding("space", "play_pause", "Play/pause"),
-        Binding("right_square_bracket", "faster", "Faster"),
-        Binding("left_square_bracket", "slower", "Slower", show=False),
-        Binding("full_stop", "next_mark", "Next finding"),
-        Binding("e", "to_end", "End", show=False),
-        Binding("0", "to_start", "Start", show=False),
-        Binding("w", "save_playbook", "Save playbook"),
+        Binding("space", "play_pause", "Play/pause", tooltip="Play / pause the replay: from where the timeline is"),
+        Binding("right_square_bracket", "faster", "Faster", tooltip="Faster: replay up to 64×"),
+        Binding("left_square_bracket", "slower", "Slower", show=False, tooltip="Slower: replay down to 1×"),
+        Binding("full_stop", "next_mark", "Next finding", tooltip="Next finding or failure: jump to it"),
+        Binding("e", "to_end", "End", show=False, tooltip="Jump to the end: everything the run recorded"),
+        Binding("0", "to_start", "Start", show=False, tooltip="Jump to the start: before the run began"),
+        Binding("w", "save_playbook", "Save playbook",
+                tooltip="Save playbook: the run's, its fixes applied, into this folder"),
         # the cluster's actions: still answered (in words), no longer advertised
         Binding("r", "run_step", "Run step", show=False),
         Binding("n", "next_step", "Next", show=False),
@@ -51,6 +52,8 @@ class BundleScreen(PlaybookScreen):
         Binding("a", "run_all", "Run all from here", show=False),
         Binding("x", "stop_job", "Stop job", show=False),
     ]
+
+    REFUSED = {"run_step", "next_step", "skip_step", "run_all", "stop_job"}  # answered with the refusal, in words
 
     def __init__(self, bundle: Bundle, playbook: Playbook, note: str = "", folder: Path | None = None) -> None:
         self.folder = folder or Path.cwd()
@@ -77,6 +80,9 @@ class BundleScreen(PlaybookScreen):
         self.mount(TimelineBar(id="timeline"), after=self.query_one("#main"))
         self.set_interval(1 / 20, self._play_tick)
         self.call_after_refresh(self.action_to_end)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return True if action in self.REFUSED else super().check_action(action, parameters)
 
     @property
     def refusal(self) -> str:

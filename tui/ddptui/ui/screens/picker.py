@@ -27,6 +27,7 @@ class PickerScreen(Screen):
         yield Header()
         yield Static("Pick a playbook  [dim](enter opens it)[/]", id="picker-title")
         yield DataTable(cursor_type="row", id="picker")
+        yield Static("", id="picker-detail")  # the highlighted playbook's description (or problem), whole
         yield Footer()
 
     def on_mount(self) -> None:
@@ -34,8 +35,7 @@ class PickerScreen(Screen):
         t = self.query_one("#picker", DataTable)
         t.add_columns("playbook", "file", "from", "description")
         for e in self.entries:
-            desc = Text(e.error, style="red") if e.error else Text(e.description)
-            t.add_row(Text(e.name, style="bold"), _short(e.path), e.origin, desc, key=str(e.path))
+            t.add_row(Text(e.name, style="bold"), _short(e.path), e.origin, _about(e), key=str(e.path))
         if not self.entries:
             self.query_one("#picker-title", Static).update(
                 "No playbooks found. Put one in ./playbooks/ or pass a file: ddptui PLAYBOOK")
@@ -47,9 +47,22 @@ class PickerScreen(Screen):
             return
         self.app.open_playbook(self.entries[t.cursor_row].path)
 
+    @on(DataTable.RowHighlighted, "#picker")
+    def _highlighted(self, ev: DataTable.RowHighlighted) -> None:
+        if 0 <= ev.cursor_row < len(self.entries):
+            e = self.entries[ev.cursor_row]
+            self.query_one("#picker-detail", Static).update(Text.assemble((e.name, "bold"), "  ", _about(e)))
+
     @on(DataTable.RowSelected, "#picker")
     def _selected(self) -> None:
         self.action_open()
+
+
+def _about(e: PlaybookEntry) -> Text:
+    """Its description, or its problem (the file named as in the file column, not by its full path)."""
+    if e.error:
+        return Text(e.error.replace(str(e.path), _short(e.path)), style="red")
+    return Text(e.description)
 
 
 def _short(p: Path) -> str:

@@ -10,45 +10,53 @@ import time
 from pathlib import Path
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
 from ...core import events as E
 from ...core.diagnosis.model import Finding
-from ...core.errors import DdptuiError
-from ...core.fixes import Proposal, propose, write_revision
 from ...core.logs.classify import filter_cycle
 from ...core.playbook.model import Playbook
-from ...core.runbook import Runbook, apply_and_rerun
 from ...core.states import NodeStatus, StepState
-from ..dialogs.fix import FixChoice, FixDialog
 from ..widgets.checks import ChecksTab
 from ..widgets.findings import FindingsTab
 from ..widgets.pane_grid import PaneGrid
 from ..widgets.panes import MergedLog, NodePane, enclosing_pane
+from ..widgets.results import ResultsTab
 from ..widgets.steps import StepsPanel, StepTable
+from .fixing import FixActions
 from .step_through import StepThroughScreen
 
+TABS = Binding.Group("Tabs", compact=True)
+TAB_IDS = ("tab-logs", "tab-merged", "tab-checks", "tab-findings", "tab-results")  # in the order they are drawn
+LOGS_ONLY = {"cycle_filter", "find"}  # what acts on the panes of the Logs tab
 
-class PlaybookScreen(StepThroughScreen):
-    """Step through a playbook; each node's output streams into its own pane."""
+
+class PlaybookScreen(FixActions, StepThroughScreen):
+    """Step through a playbook; each node's output streams into its own pane.
+
+    The footer shows the keys that do something now (`check_action`); `?` lists them all."""
 
     BINDINGS = [
-        Binding("f", "fix", "Fix…"),
-        Binding("j", "jump_to_evidence", "Jump to evidence", show=False),
-        Binding("v", "cycle_filter", "Filter"),
-        Binding("o", "open_next_pane", "Open next pane", show=False),
-        Binding("slash", "find", "Find"),
-        Binding("1", "tab('tab-logs')", "Logs", show=False),
-        Binding("2", "tab('tab-checks')", "Checks", show=False),
-        Binding("3", "tab('tab-findings')", "Findings", show=False),
-        Binding("4", "tab('tab-merged')", "All nodes", show=False),
-        Binding("tab", "cycle_pane(1)", "Next pane", show=False, priority=True),
-        Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False, priority=True),
-        Binding("q", "app.quit", "Quit"),
+        Binding("f", "fix", "Fix", tooltip="Fix: the selected finding's change to the playbook, as a diff"),
+        Binding("j", "jump_to_evidence", "Jump", tooltip="Jump to evidence: the selected finding's line, in its pane"),
+        Binding("v", "cycle_filter", "Filter",
+                tooltip="Filter: the panes show all, NCCL, warnings+errors, each local rank"),
+        Binding("slash", "find", "Find", tooltip="Find: a text in the focused pane"),
+        Binding("o", "open_next_pane", "Open next", tooltip="Open next pane: the next node's (more than 4 nodes)"),
+        Binding("1", "tab('tab-logs')", "Logs", group=TABS, tooltip="Logs: one pane per node"),
+        Binding("2", "tab('tab-merged')", "All nodes", group=TABS, tooltip="All nodes: every line, merged"),
+        Binding("3", "tab('tab-checks')", "Checks", group=TABS, tooltip="Checks: nodes × checks"),
+        Binding("4", "tab('tab-findings')", "Findings", group=TABS, tooltip="Findings: what the diagnosis found"),
+        Binding("5", "tab('tab-results')", "Results", group=TABS, tooltip="Results: each rank's result, the bandwidth"),
+        Binding("tab", "cycle_pane(1)", "Pane", priority=True, tooltip="Next pane: focus the next node's pane"),
+        Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False, priority=True,
+                tooltip="Previous pane: focus the previous node's pane"),
+        Binding("q", "app.quit", "Quit", tooltip="Quit: asks first while the job runs"),
     ]
 
     def __init__(self, playbook: Playbook, runs_dir: Path, factory, start_step: str | None = None,
@@ -59,6 +67,7 @@ class PlaybookScreen(StepThroughScreen):
         self.saved_revisions: list[Path] = []
         self.clock = time.time  # "now" for the panes (a replay's moment, for a recorded run)
         self.fixed: list[str] = []
+        self.run_id: str | None = None  # the run (directory) the panes show
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -70,9 +79,10 @@ class PlaybookScreen(StepThroughScreen):
                     yield MergedLog(id="merged")
                 yield ChecksTab("Checks", [n.name for n in self.pb.ordered_nodes()], id="tab-checks")
                 yield FindingsTab("Findings", id="tab-findings")
+                yield ResultsTab("Results", id="tab-results")
         yield Input(placeholder="find in the focused pane (enter: next match, escape: close)", id="find")
         yield Static("", id="status")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # ctrl+p is in `?`: the keys get the width
 
     def on_mount(self) -> None:
         self.app.sub_title = self.pb.name
@@ -104,14 +114,42 @@ class PlaybookScreen(StepThroughScreen):
     def _tick(self) -> None:
         self.pane_grid.tick()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide (and disable) the keys that would do nothing now, so the footer shows what matters."""
+        try:
+            if action == "open_next_pane":
+                return self.pane_grid.many_nodes
+            if action == "stop_job":
+                return self.runbook.job_running
+            if action == "copy_command":
+                return bool(self.commands)
+            tab = self.query_one(TabbedContent).active
+            if action in ("fix", "jump_to_evidence"):  # they act on the selected finding
+                return bool(self.findings) and tab == "tab-findings"
+            if action in LOGS_ONLY:
+                return tab == "tab-logs"
+        except NoMatches:  # asked while the screen is still being built
+            return True
+        return True
+
     # ---- the bridge: core events -> widgets, once per frame --------------------------------
     def _drain(self) -> None:
-        d = self.bridge.drain()
+        self._drain_batch()
+        while self.bridge.pending:
+            self._drain_batch()
+
+    def _drain_batch(self) -> None:
+        d = self.bridge.drain()  # its events all came before its lines
+        for ev in d.events:
+            self._apply(ev)
+        if d.events:
+            self.refresh_bindings()  # a job started or ended, a finding or a command came: other keys apply
         self.pane_grid.write(d.lines, d.counts)
         if d.merged:
             self.query_one(MergedLog).append(d.merged)
-        for ev in d.events:
-            self._apply(ev)
+        results = self.query_one(ResultsTab)
+        for node, lines in d.lines.items():
+            results.feed(node, lines)
 
     def _apply(self, ev: E.Event) -> None:
         if isinstance(ev, E.StepChanged):
@@ -126,7 +164,11 @@ class PlaybookScreen(StepThroughScreen):
                 if any(f.severity == "error" and f.active for f in self.findings):
                     self.action_tab("tab-findings")
             elif ev.state is StepState.RUNNING and kind.startswith("launch"):
+                if kind == "launch-master":
+                    self.query_one(ResultsTab).clear()  # a new launch: the last one's results no longer stand
                 self.action_tab("tab-logs")
+            elif ev.state in (StepState.PASSED, StepState.FAILED) and kind == "watch":
+                self._job_ended()
         elif isinstance(ev, E.NodeState):
             grid = self.pane_grid
             grid.pane(ev.node).set_state(ev.state, ev.t)
@@ -145,9 +187,25 @@ class PlaybookScreen(StepThroughScreen):
         elif isinstance(ev, E.FindingRaised):
             self.query_one(FindingsTab).add(ev.finding)
         elif isinstance(ev, E.RunStarted):
+            if self.run_id is not None and ev.run_id != self.run_id:  # a fresh launch: a run of its own
+                self._new_run_view()
+            self.run_id = ev.run_id
             self._status(Text(f"run {ev.run_id} → {ev.run_dir}", style="dim"))
+        elif isinstance(ev, E.RunFinished):
+            self.query_one(ResultsTab).from_summary(ev.summary)
         elif isinstance(ev, E.Notice):
             self.notify(ev.text, severity="warning" if ev.level != "error" else "error")
+
+    def _new_run_view(self) -> None:
+        """Panes, merged log and results empty for the next run (the last one's are in its directory)."""
+        self.pane_grid.reset()
+        self.query_one(MergedLog).clear()
+        self.query_one(ResultsTab).clear()
+
+    def _job_ended(self) -> None:
+        """The job is over: its results, unless an error finding is what to read first."""
+        if self.query_one(ResultsTab).results and not any(f.severity == "error" and f.active for f in self.findings):
+            self.action_tab("tab-results")
 
     # ---- panes: open, filter, find, jump -------------------------------------------------------------
     def _focused_pane(self) -> NodePane:
@@ -218,67 +276,13 @@ class PlaybookScreen(StepThroughScreen):
             self._status(Text(f"{pane.node}: line {e.line} of its log"))
 
     def action_tab(self, tab: str) -> None:
+        leaving = next((w for w in (self.focused.ancestors_with_self if self.focused else ())
+                        if isinstance(w, TabPane)), None)
+        if leaving is not None and leaving.id != tab:
+            self.set_focus(None)  # focus left inside the tab being hidden would switch straight back to it
         self.query_one(TabbedContent).active = tab
+        self.refresh_bindings()
 
-    # ---- fixes: preview, save, apply and relaunch ----------------------------------------------------
-    def action_fix(self) -> None:
-        f = self.query_one(FindingsTab).selected()
-        if f is None:
-            self.notify("no findings to fix")
-            return
-        if not f.fixable:
-            self.notify(f"{f.id}: {f.fix.explain if f.fix else 'no fix known'}", timeout=10)
-            return
-        try:
-            proposal = propose(self.pb, f)
-        except (DdptuiError, KeyError, ValueError) as e:  # no file, or YAML it cannot edit: change nothing
-            self.notify(f"cannot apply the fix to the playbook: {e}", severity="error")
-            return
-
-        def answered(choice: FixChoice | None) -> None:
-            if choice is FixChoice.SAVE_ONLY:
-                self._save_fixed(proposal)
-            elif choice is FixChoice.APPLY_AND_RELAUNCH:
-                if self.busy.is_set() and not self.runbook.job_running:
-                    self.notify("a step is running; wait for it first", severity="warning")
-                    return
-                self._apply_and_relaunch(proposal)
-
-        self.app.push_screen(FixDialog(f, proposal.diff, self.pb.path), answered)
-
-    @work(thread=True, group="save", exit_on_error=False)
-    def _save_fixed(self, proposal: Proposal) -> None:
-        path = write_revision(proposal)  # file I/O: off the UI thread
-        self.saved_revisions.append(path)
-        self.app.call_from_thread(self.notify, f"saved {path} (the original is kept)", timeout=8)
-
-    @work(thread=True, group="fix", exit_on_error=False)
-    def _apply_and_relaunch(self, proposal: Proposal) -> None:
-        """One core call: stop the job everywhere, write the revision, run it again in order, judge it."""
-        ids = ", ".join(dict.fromkeys(proposal.ids))
-        self.app.call_from_thread(self.notify, f"applying the fix for {ids}: stopping the job on every node…")
-        self.busy.set()
-        try:
-            out = apply_and_rerun(self.runbook, proposal,
-                                  switched=lambda rb: self.app.call_from_thread(self._switch_runbook, rb, ids))
-        finally:
-            self.busy.clear()
-        self.saved_revisions.append(out.revision)
-        self.app.call_from_thread(self._after_work)
-        if out.resolved:
-            self.fixed.extend(dict.fromkeys(proposal.ids))
-            self.app.call_from_thread(self.notify, f"{ids} is gone: the relaunched run ({out.revision.name}) is "
-                                                   "healthy", timeout=10)
-        else:
-            self.app.call_from_thread(self.notify, f"the relaunched run ({out.revision.name}) did not pass; see its "
-                                                   "findings", severity="warning", timeout=10)
-
-    def _switch_runbook(self, rb: Runbook, ids: str) -> None:
-        self._drain()  # the old run's last events first
-        self.runbook = rb
-        self.pb = rb.pb
-        self.query_one(StepsPanel).show_playbook(rb.pb)
-        self.pane_grid.reset()
-        self.query_one(MergedLog).clear()
-        self.query_one(FindingsTab).clear(f"{ids}: fix applied, relaunching…")
-        self.action_tab("tab-logs")
+    @on(TabbedContent.TabActivated)
+    def _tab_clicked(self) -> None:
+        self.refresh_bindings()  # a tab chosen with the mouse changes the keys that apply too

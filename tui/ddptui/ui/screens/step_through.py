@@ -17,6 +17,7 @@ from textual.worker import Worker, WorkerState
 from ...core.playbook.model import Playbook
 from ...core.runbook import Runbook
 from ..bridge import EventBridge
+from ..clipboard import copy_out
 from ..errors import error_words
 from ..widgets.panes import PANE_MAX_LINES, enclosing_pane
 from ..widgets.steps import StepTable
@@ -26,12 +27,12 @@ class StepThroughScreen(Screen):
     """Run, skip, run-all and stop steps of `self.runbook`; the step table's cursor is the selected step."""
 
     BINDINGS = [
-        Binding("r", "run_step", "Run step"),
-        Binding("n", "next_step", "Next"),
-        Binding("s", "skip_step", "Skip"),
-        Binding("a", "run_all", "Run all from here"),
-        Binding("x", "stop_job", "Stop job"),
-        Binding("c", "copy_command", "Copy command"),
+        Binding("r", "run_step", "Run", tooltip="Run step: the selected one (again)"),
+        Binding("n", "next_step", "Next", tooltip="Next step: run the next pending one"),
+        Binding("s", "skip_step", "Skip", tooltip="Skip step: mark the selected one skipped"),
+        Binding("a", "run_all", "Run all", tooltip="Run all from here: the selected step to the end"),
+        Binding("x", "stop_job", "Stop", tooltip="Stop job: on every node (TERM, then KILL)"),
+        Binding("c", "copy_command", "Copy", tooltip="Copy command: the focused node's command line"),
     ]
 
     def __init__(self, playbook: Playbook, runs_dir: Path, factory) -> None:
@@ -129,5 +130,4 @@ class StepThroughScreen(Screen):
         if not cmd:
             self.notify("no command yet: run the launch steps first")
             return
-        self.app.copy_to_clipboard(cmd)
-        self.notify(f"copied {node}'s command")
+        copy_out(self.app, cmd, f"{node}'s command")

@@ -10,6 +10,9 @@ from textual.widgets import DataTable, Static, TabPane
 
 CHECK_COLUMNS = ("ping", "hostname", "interfaces", "route", "env", "ib", "shm", "gpus", "python", "torch",
                  "backend", "master-port", "master-reachable", "ping-master", "script", "probe")
+# short headers, so the matrix fits beside the step list; the evidence below names the check in full
+HEADER = {"hostname": "host", "interfaces": "iface", "master-port": "m.port", "master-reachable": "m.reach",
+          "ping-master": "m.ping"}
 CHECK_STYLE = {"pass": ("✓", "green"), "warn": ("!", "bold yellow"), "fail": ("✗", "bold red"),
                "skip": ("–", "dim"), "running": ("…", "yellow")}
 
@@ -25,7 +28,7 @@ class CheckMatrix(DataTable):
     def on_mount(self) -> None:
         self.add_column("node", key="node")
         for c in CHECK_COLUMNS:
-            self.add_column(c, key=c)
+            self.add_column(HEADER.get(c, c), key=c)
         for n in self.nodes:
             self.add_row(Text(n, style="bold"), *[Text("·", style="dim") for _ in CHECK_COLUMNS], key=n)
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Log, Static
@@ -43,14 +44,18 @@ class NodePane(Vertical):
     """One node: a header (name, role, ranks, state, elapsed) over its log.
 
     The log keeps at most `max_lines`; the full log is on disk in the run directory. It follows
-    the tail only while the user is at the bottom.
+    the tail only while the user is at the bottom. A click anywhere on it focuses it; `enter` shows
+    the lines it shows whole (a Log cuts long lines at its width).
     """
+
+    BINDINGS = [Binding("enter", "read_lines", "Whole lines", tooltip="Read the lines this pane shows, whole and wrapped")]
 
     DEFAULT_CSS = """
     NodePane { border: round $panel-lighten-2; height: 1fr; min-height: 6; }
     NodePane:focus-within { border: round $accent; }
     NodePane > .pane-header { height: 1; padding: 0 1; background: $panel; }
     NodePane > Log { height: 1fr; }
+    NodePane > .pane-note { height: 1; padding: 0 1; color: $text-muted; display: none; }
     NodePane.-collapsed { height: 3; min-height: 3; }
     NodePane.-collapsed > Log { display: none; }
     """
@@ -68,11 +73,12 @@ class NodePane(Vertical):
         self.filter = "all"
         # the pane's bounded store: what a filter is applied to (the full log is on disk)
         self.buffer: collections.deque[str] = collections.deque(maxlen=max_lines)
-        self.border_title = node
+        self.border_title = f"{node} · {role}"
         self.clock: Callable[[], float] = time.time  # a recorded run's replay sets its own
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="pane-header")
+        yield Static("", classes="pane-note")
         log = Log(max_lines=self.max_lines, auto_scroll=True, highlight=True)
         log.highlighter = SeverityHighlighter()
         yield log
@@ -82,13 +88,11 @@ class NodePane(Vertical):
         return self.query_one(Log)
 
     def _header(self) -> Text:
-        parts: list[tuple[str, str]] = [(self.node, "bold"), (self.role, "cyan" if self.role == "master" else "")]
+        # the node and its role are the border's title: the state comes first, what a narrow pane must show
+        state = self.state + (f" {max(0.0, (self.ended or self.clock()) - self.started):.1f}s" if self.started else "")
+        parts: list[tuple[str, str]] = [(state, NODE_STYLE.get(self.state, ""))]
         if self.ranks:
             parts.append((f"ranks {self.ranks}", ""))
-        parts.append((self.state, NODE_STYLE.get(self.state, "")))
-        if self.started:
-            parts.append((f"{max(0.0, (self.ended or self.clock()) - self.started):.1f}s", "dim"))
-        parts.append((f"{self.total_lines} lines", "dim"))
         t = Text()
         for i, (text, style) in enumerate(parts):
             if i:
@@ -98,6 +102,11 @@ class NodePane(Vertical):
 
     def refresh_header(self) -> None:
         self.query_one(".pane-header", Static).update(self._header())
+        self._subtitle()
+
+    def _subtitle(self) -> None:
+        """The bottom border: how many lines came, and the filter when one is on."""
+        self.border_subtitle = f"{self.total_lines} lines" + ("" if self.filter == "all" else f" · filter: {self.filter}")
 
     def set_state(self, state: str, at: float | None = None) -> None:
         """The node's new state, reached at `at` (the event's time; default: now)."""
@@ -119,6 +128,7 @@ class NodePane(Vertical):
             lines = [x for x in lines if line_matches(x, self.filter)]
             if not lines:
                 return
+            self._note("")
         log = self.log
         at_bottom = log.scroll_offset.y >= log.max_scroll_y - 1
         log.write_lines([fold(x) for x in lines], scroll_end=at_bottom)
@@ -128,8 +138,37 @@ class NodePane(Vertical):
         self.filter = flt
         log = self.log
         log.clear()
-        log.write_lines([fold(x) for x in self.buffer if line_matches(x, flt)], scroll_end=True)
-        self.border_subtitle = "" if flt == "all" else f"filter: {flt}"
+        shown = [fold(x) for x in self.buffer if line_matches(x, flt)]
+        log.write_lines(shown, scroll_end=True)
+        self._subtitle()
+        self._note("" if shown or flt == "all" or not self.buffer else f"no line matches filter {flt} (v for the next one)")
+
+    def _note(self, text: str) -> None:
+        """A dim line over the log (a filter that matches nothing), or none."""
+        note = self.query_one(".pane-note", Static)
+        note.update(text)
+        note.display = bool(text)
+
+    def shown_lines(self) -> tuple[int, list[str]]:
+        """The lines the pane shows now, unfolded and whole: (1-based number of the first in the pane, lines)."""
+        log = self.log
+        held = [x for x in self.buffer if self.filter == "all" or line_matches(x, self.filter)]
+        held = held[-len(log.lines):] if log.lines else []
+        top = int(log.scroll_offset.y)
+        return top + 1, held[top:top + max(1, log.scrollable_content_region.height)]
+
+    def action_read_lines(self) -> None:
+        from ..dialogs.lines import LinesDialog
+
+        first, lines = self.shown_lines()
+        if not lines:
+            self.notify(f"{self.node}'s pane shows no line yet")
+            return
+        self.app.push_screen(LinesDialog(self.node, first, lines))
+
+    def on_click(self) -> None:
+        """A click on the pane (its header too) focuses it: `c`, `/` and `enter` then act on it."""
+        self.log.focus()
 
     def find(self, needle: str, after: int = -1) -> int | None:
         """Scroll to the next line (after `after`) that contains `needle`; its index, or None."""

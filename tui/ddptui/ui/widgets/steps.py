@@ -1,8 +1,12 @@
-"""The left column: the playbook's title, its steps with their state, and the last step's message."""
+"""The left column: the playbook's title, its steps with their state, and the selected step in full.
+
+The table has no description column (it was always cut, and is in the 30-column rail): the step's
+title and its last message are in the detail below, for the step the cursor is on or that last moved."""
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
@@ -29,22 +33,18 @@ class StepTable(DataTable):
         self._steps = steps
 
     def on_mount(self) -> None:
-        self.add_column(" ", key="icon", width=2)
+        # 1 + 14 + 7 cells and their padding: 28 columns, what the narrow rail has inside
+        self.add_column(" ", key="icon", width=1)
         self.add_column("step", key="step")
-        self.add_column("state", key="state", width=8)
-        self.add_column("", key="message")
+        self.add_column("state", key="state", width=7)
         for s in self._steps:
             icon, style = STATE_STYLE[StepState.PENDING]
-            self.add_row(Text(icon, style=style), s.id, Text(StepState.PENDING, style=style), Text(s.title, style="dim"),
-                         key=s.id)
+            self.add_row(Text(icon, style=style), s.id, Text(StepState.PENDING, style=style), key=s.id)
 
-    def set_state(self, step_id: str, state: str, message: str = "") -> None:
+    def set_state(self, step_id: str, state: str) -> None:
         icon, style = STATE_STYLE.get(state, ("?", ""))
         self.update_cell(step_id, "icon", Text(icon, style=style))
         self.update_cell(step_id, "state", Text(state, style=style))
-        if message:
-            first = message.splitlines()[0]
-            self.update_cell(step_id, "message", Text(first, style="red" if state == StepState.FAILED else ""))
 
     @property
     def selected(self) -> str | None:
@@ -59,11 +59,12 @@ class StepTable(DataTable):
 
 
 class StepsPanel(Vertical):
-    """The playbook's name and shape, its steps, and what the last step said."""
+    """The playbook's name and shape, its steps, and the selected (or last moved) step in full."""
 
     def __init__(self, playbook: Playbook, **kw) -> None:
         super().__init__(**kw)
         self.pb = playbook
+        self.said: dict[str, tuple[str, str]] = {}  # step -> (state, its last message)
 
     def compose(self) -> ComposeResult:
         yield Static(playbook_title(self.pb), id="pb-title")
@@ -77,17 +78,33 @@ class StepsPanel(Vertical):
     def show_playbook(self, pb: Playbook) -> None:
         """A new revision of the playbook (same steps): its title, every step pending again."""
         self.pb = pb
+        self.said.clear()
         for st in pb.steps:
-            self.table.set_state(st.id, StepState.PENDING, st.title)
+            self.table.set_state(st.id, StepState.PENDING)
         self.query_one("#pb-title", Static).update(playbook_title(pb))
+        self.query_one("#step-detail", Static).update("")
 
     def show_step(self, ev: E.StepChanged) -> None:
-        self.table.set_state(ev.step, ev.state, ev.message)
-        detail = self.query_one("#step-detail", Static)
-        if ev.state == StepState.FAILED:
-            detail.update(Text(f"{ev.step} failed:\n{ev.message}", style="red"))
-        elif ev.state in (StepState.PASSED, StepState.RUNNING):
-            detail.update(Text(f"{ev.step}: {ev.message}"))
+        self.table.set_state(ev.step, ev.state)
+        self.said[ev.step] = (ev.state, ev.message)
+        self.show_detail(ev.step)
+
+    def show_detail(self, step_id: str) -> None:
+        """The step's title, state and last message, wrapped to the column's width."""
+        step = next((s for s in self.pb.steps if s.id == step_id), None)
+        if step is None:
+            return
+        state, message = self.said.get(step_id, (StepState.PENDING, ""))
+        icon, style = STATE_STYLE.get(state, ("?", ""))
+        t = Text.assemble((f"{icon} {step.id}", style), "  ", (step.title, "dim"))
+        if message and message != step.title:
+            t.append("\n" + message, style="red" if state == StepState.FAILED else "")
+        self.query_one("#step-detail", Static).update(t)
+
+    @on(DataTable.RowHighlighted, "#steps")
+    def _highlighted(self, ev: DataTable.RowHighlighted) -> None:
+        if ev.row_key.value is not None:
+            self.show_detail(ev.row_key.value)
 
 
 def playbook_title(pb: Playbook) -> Text:

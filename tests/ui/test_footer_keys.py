@@ -1,0 +1,187 @@
+"""Every key the footer shows, and every key `?` lists, does what it says (Pilot, on the recorded
+3-node run of tests/ui/scenes.py); the palette offers every action; mouse clicks focus a pane and
+select a finding; a filter that matches nothing says so; enter reads a pane's lines whole; a copy
+also lands in the clipboard file; the Results tab has every rank."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.command import CommandPalette
+from textual.widgets import DataTable, Input, TabbedContent
+
+from ddptui.core.events import NodeOutput
+from ddptui.core.paths import clipboard_file
+from ddptui.ui.app import DdptuiApp
+from ddptui.ui.dialogs.fix import FixDialog
+from ddptui.ui.dialogs.help import HelpDialog
+from ddptui.ui.dialogs.lines import LinesDialog
+from ddptui.ui.keys import screen_keys
+from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.widgets.panes import NodePane, enclosing_pane
+from ddptui.ui.widgets.results import ResultsTab
+from tests.ui import scenes
+
+
+def footer_keys(screen) -> set[str]:
+    return {key for key, ab in screen.active_bindings.items() if ab.binding.show}
+
+
+def focused_node(app) -> str | None:
+    pane = enclosing_pane(app.focused)
+    return pane.node if pane else None
+
+
+async def start(pilot, scene=scenes.finished) -> PlaybookScreen:
+    screen = pilot.app.screen
+    assert isinstance(screen, PlaybookScreen)
+    scene(screen.bridge.push)
+    await pilot.pause(0.2)
+    return screen
+
+
+async def test_every_key_in_the_footer_does_what_it_says(tmp_path: Path) -> None:
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await start(pilot)
+        tabs = screen.query_one(TabbedContent)
+        assert tabs.active == "tab-results"  # the job ended: its results
+        tested: set[str] = set()
+        for key, tab in zip("12345", ("tab-logs", "tab-merged", "tab-checks", "tab-findings", "tab-results")):
+            await pilot.press(key)
+            assert tabs.active == tab, key
+            tested.add(key)
+        await pilot.press("1")
+        logs_footer = footer_keys(screen)
+        assert {"1", "2", "3", "4", "5", "tab", "v", "slash", "c", "question_mark", "q"} <= logs_footer
+        assert not {"x", "o", "f", "j"} & logs_footer  # no job runs, 3 nodes fit, findings are another tab's
+        await pilot.press("tab")
+        assert focused_node(app) == "alpha"
+        tested.add("tab")
+        await pilot.press("c")
+        assert app.clipboard.startswith("cd ~ && NCCL_DEBUG=INFO torchrun") and "--node-rank=0" in app.clipboard
+        assert clipboard_file().read_text().strip() == app.clipboard  # for terminals that ignore OSC 52
+        assert any(str(clipboard_file().name) in n.message for n in app._notifications)
+        tested.add("c")
+        await pilot.press("v")
+        assert all(p.filter == "NCCL" for p in screen.pane_grid.panes)
+        await pilot.press("v", "v", "v", "v")  # warnings+errors, rank 0, rank 1, all
+        tested.add("v")
+        await pilot.press("slash")
+        assert screen.query_one("#find", Input).has_focus
+        await pilot.press(*"bandwidth", "enter")
+        assert "has 'bandwidth'" in str(screen.query_one("#status").render())
+        await pilot.press("escape")
+        tested.add("slash")
+        await pilot.press("4")
+        findings_footer = footer_keys(screen)
+        assert {"f", "j"} <= findings_footer and not {"v", "slash"} & findings_footer
+        await pilot.press("j")
+        assert tabs.active == "tab-logs" and focused_node(app) == "beta"
+        tested.add("j")
+        await pilot.press("4", "f")
+        assert isinstance(app.screen, FixDialog)
+        await pilot.press("escape")
+        tested.add("f")
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpDialog)
+        await pilot.press("escape")
+        tested.add("question_mark")
+        await pilot.press("s")  # the selected step (connect) is skipped
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.runbook.states["connect"] == "skipped"
+        tested.update({"s", "q"})  # q: test_quit_and_the_step_keys; r, n, a: there too
+        assert logs_footer | findings_footer <= tested | {"r", "n", "a"}, (logs_footer | findings_footer) - tested
+        await pilot.press("q")
+    assert not app.is_running
+
+
+async def test_help_lists_every_key_of_the_screen_and_the_palette_has_every_action(tmp_path: Path) -> None:
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await start(pilot)
+        await pilot.press("question_mark")
+        listed = {k.key: k for _, keys in screen_keys(screen) for k in keys}
+        for key in ("r", "n", "s", "a", "x", "c", "f", "j", "v", "/", "o", "1", "2", "3", "4", "5", "tab",
+                    "shift+tab", "q", "?", "^p"):
+            assert key in listed, key
+        assert not listed["x"].now and listed["r"].now  # no job runs: x does nothing now, and says so
+        shown = {k.key: k for _, keys in app.screen.sections for k in keys}  # what the dialog draws
+        assert shown["j"].description.startswith("Jump to evidence") and not shown["x"].now
+        await pilot.press("question_mark")
+        assert app.screen is screen
+        titles = {c.title for c in app.get_system_commands(screen)}
+        assert {"Filter", "Find", "Fix", "Jump to evidence", "Open next pane", "Logs", "All nodes", "Checks",
+                "Findings", "Results", "Next pane", "Previous pane", "Run step", "Copy command"} <= titles
+        await pilot.press("ctrl+p")
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"Checks")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert screen.query_one(TabbedContent).active == "tab-checks"
+
+
+async def test_quit_and_the_step_keys(tmp_path: Path) -> None:
+    pb = tmp_path / "shell.yaml"
+    pb.write_text("name: steps\ntransport: local\nnodes: [alpha]\njob: {script: builtin:smoke}\nsteps:\n"
+                  "  - {id: one, kind: shell, run: 'echo one'}\n  - {id: two, kind: shell, run: 'echo two'}\n"
+                  "  - {id: three, kind: shell, run: 'echo three'}\n")
+    app = DdptuiApp(playbook=pb, runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        for keys, states in ((("r",), ["passed", "pending", "pending"]), (("n",), ["passed", "passed", "pending"]),
+                             (("up", "up", "a"), ["passed", "passed", "passed"])):
+            await pilot.press(*keys)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert list(screen.runbook.states.values()) == states, keys
+        await pilot.press("q")
+    assert not app.is_running
+
+
+async def test_mouse_filter_note_whole_lines_and_results(tmp_path: Path) -> None:
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await start(pilot)
+        results = screen.query_one(ResultsTab)
+        assert [(r["node"], r["rank"], r["all_reduce"]) for r in sorted(results.results, key=lambda r: r["rank"])] == [
+            ("alpha", 0, "ok"), ("alpha", 1, "ok"), ("beta", 2, "ok"), ("beta", 3, "ok"), ("gamma", 4, "ok"),
+            ("gamma", 5, "ok")]
+        assert "busbw 0.81 GB/s" in str(screen.query_one("#bandwidth").render())
+        assert screen.query_one("#results", DataTable).row_count == 6
+        # a click on a pane (its header too) focuses it
+        await pilot.press("1")
+        assert await pilot.click("#pane-gamma .pane-header")
+        assert focused_node(app) == "gamma"
+        assert await pilot.click("#pane-beta Log")
+        assert focused_node(app) == "beta"
+        # enter on the focused pane: the lines it shows, whole (the pane cuts them at its width)
+        await pilot.press("enter")
+        assert isinstance(app.screen, LinesDialog)
+        assert any("will be the only storage class" in line for line in app.screen.lines)
+        await pilot.press("escape")
+        # a filter that matches nothing says so, and the note goes when a line matches
+        screen.bridge.push(NodeOutput("gamma", ("[default0]:only rank zero speaks",), 10))
+        await pilot.pause(0.1)
+        await pilot.press("v", "v", "v", "v")  # NCCL, warnings+errors, rank 0, rank 1
+        gamma = screen.pane_grid.pane("gamma")
+        assert gamma.filter == "rank 1"
+        note = gamma.query_one(".pane-note")
+        assert not note.display
+        await pilot.press("v", "v", "v")  # all, NCCL, warnings+errors
+        screen.pane_grid.pane("alpha").set_filter("rank 7")
+        alpha_note = screen.pane_grid.pane("alpha").query_one(".pane-note")
+        assert alpha_note.display and "no line matches filter rank 7 (v for the next one)" in str(alpha_note.render())
+        # a number key leaves a tab whose widget has the focus (it used to switch straight back)
+        await pilot.press("3")
+        screen.query_one("#matrix").focus()
+        await pilot.press("4")
+        assert screen.query_one(TabbedContent).active == "tab-findings"
+        # a click on a finding's row selects it
+        table = screen.query_one("#findings", DataTable)
+        assert await pilot.click("#findings", offset=(3, 2))  # the header, then the second row
+        assert table.cursor_row == 1 and screen.query_one("FindingsTab").selected().id == "small-shm"
+        assert "small-shm" in str(screen.query_one("#finding-detail").render())
+        assert isinstance(screen.pane_grid.pane("alpha"), NodePane)
