@@ -42,6 +42,7 @@ class Orchestrator:
         self._run_dir = run_dir
         self._set_state = set_state
         self.diagnosis = diagnosis
+        diagnosis.run_in_background()  # off the readers' path; watch() waits for it before its verdict
         self.results: list[dict] = []
         self.bandwidth = Bandwidth(pb.bandwidth.min_busbw_gbps)  # the smoke test's measured figures
         self.detached: dict[str, dict] = {}  # node -> {pid, pgid, log} when the user left the job running
@@ -125,7 +126,8 @@ class Orchestrator:
         self._keepalive.ensure_running()
 
     def _output_handler(self, nr: NodeRun, run_dir: RunDir) -> Callable[[list[str]], None]:
-        """The hot path, once per batch of a node's lines: disk first, then what reads them."""
+        """The hot path, once per batch of a node's lines: disk first, then what reads them (the
+        diagnosis only queues the batch for its own thread)."""
         name = nr.name
         expected_world = sum(self.pb.nproc_of(n) for n in self.pb.nodes)
 
@@ -143,8 +145,8 @@ class Orchestrator:
                 # torchrun does not fail when nproc_per_node differs by node: compare what it assembled
                 self._emit(Notice("warning", f"{name}: torchrun assembled a world of {nr.agent.world_size} "
                                              f"processes, the playbook plans {expected_world}", name))
-            self.diagnosis.feed(name, lines, first)
             self._sink(NodeOutput(name, tuple(lines), first))
+            self.diagnosis.feed(name, lines, first)  # queued: diagnosed on its own thread (diagnosis/worker.py)
 
         return on_lines
 
@@ -179,7 +181,7 @@ class Orchestrator:
         for nr in procs:  # their node states are posted before the step's verdict
             if nr.watcher is not None:
                 nr.watcher.join(10)
-        self.diagnosis.finish()
+        self.diagnosis.finish()  # waits for every batch queued: all findings are raised before the verdict
         if self.stopped_by_user:
             raise StepFailed("stopped by the user")
         bad = [nr for nr in procs if nr.process.returncode != 0 or nr.process.lost]
