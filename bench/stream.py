@@ -12,6 +12,7 @@ of the workload itself writing to a file (what producing the lines costs, no ddp
 from __future__ import annotations
 
 import argparse
+import socket
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,12 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int) -> tuple[float, fl
     return last - first, wall
 
 
+def free_port() -> int:
+    with socket.socket() as s:  # others may run torchrun on this machine too: never a fixed port
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def parallel(cmds: list[list[str]], outs: list[Path]) -> float:
     t0 = time.perf_counter()
     procs = [subprocess.Popen(c, stdout=open(o, "w")) for c, o in zip(cmds, outs)]
@@ -88,12 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         d = Path(tmp)
         src = d / "lines.txt"
         subprocess.run([sys.executable, str(WORKLOAD), str(lines)], stdout=open(src, "w"), check=True)
-        port = 29700
         for n in counts:
             ts, walls, cats, prods = [], [], [], []
             for _ in range(reps):  # interleaved: ddptui, then the baselines, each repetition
-                port += 1
-                t, wall = ddptui_stream(d, n, lines, port)
+                t, wall = ddptui_stream(d, n, lines, free_port())
                 ts.append(t)
                 walls.append(wall)
                 outs = [d / f"out{i}" for i in range(n)]

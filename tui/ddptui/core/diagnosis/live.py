@@ -59,17 +59,20 @@ class LiveDiagnosis:
             self._own: dict[str, Finding] = {}
             self._joined: set[str] = set()
 
-    def feed(self, node: str, lines: list[str], first: int) -> None:
+    def feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None = None) -> None:
+        """`then()` is called once the batch is diagnosed (on the worker, in order, after its findings)."""
         if self._worker is not None:
-            self._worker.put(self._feed, node, lines, first)
+            self._worker.put(self._feed, node, lines, first, then)
         else:
-            self._feed(node, lines, first)
+            self._feed(node, lines, first, then)
 
-    def _feed(self, node: str, lines: list[str], first: int) -> None:
+    def _feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None) -> None:
         with self._lock:
             self._engine.feed(node, lines, first)
             if node != self._master:
                 self._watch_rendezvous(node, lines, first)
+        if then is not None:
+            then()
 
     def node_exited(self, node: str, rc: int) -> None:
         """A node's job failed with `rc`: a known signal is its cause now; any other code makes

@@ -1,8 +1,9 @@
 """One thread that runs the live diagnosis, off the readers' path.
 
-Each node's reader thread writes its batch to disk and hands it to the sink at once; the
-diagnosis of that batch is queued here and runs on this worker, in the order the batches came,
-so findings are raised in order and may lag by a batch (never by seconds: the queue is bounded).
+Each node's reader thread writes its batch to disk and queues the rest here: the diagnosis of
+the batch and then its delivery to the sink run on this worker, in the order the batches came,
+so findings are raised in order, before the lines that raised them reach the screen, and may lag
+the disk by a batch (never by seconds: the queue is bounded).
 The thread starts when work arrives and ends after it has been idle a while; `join()` waits until
 everything queued so far has run (the watch step does, before its verdict).
 """

@@ -145,8 +145,11 @@ class Orchestrator:
                 # torchrun does not fail when nproc_per_node differs by node: compare what it assembled
                 self._emit(Notice("warning", f"{name}: torchrun assembled a world of {nr.agent.world_size} "
                                              f"processes, the playbook plans {expected_world}", name))
-            self._sink(NodeOutput(name, tuple(lines), first))
-            self.diagnosis.feed(name, lines, first)  # queued: diagnosed on its own thread (diagnosis/worker.py)
+            # The diagnosis and then the sink run on the diagnosis' own thread (diagnosis/worker.py), in
+            # the order the batches came: the reader goes back to reading at once, and a finding is
+            # still emitted before the lines of the batch that raised it (recordings replay it so).
+            out = NodeOutput(name, tuple(lines), first)
+            self.diagnosis.feed(name, lines, first, then=lambda: self._sink(out))
 
         return on_lines
 
