@@ -52,19 +52,23 @@ def start_of(log: Path) -> float:
     raise RuntimeError(f"{log}: no start line")
 
 
-def ddptui_stream(d: Path, nodes: int, lines: int, port: int) -> tuple[float, float]:
-    """(first line -> last line on disk, launch -> exit) in seconds."""
-    runs = d / f"runs{port}"
-    t0 = time.time()
-    r = subprocess.run([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port)), "--headless",
-                        "--runs-dir", str(runs)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wall = time.time() - t0
-    logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
-    if r.returncode != 0 or len(logs) != nodes:
-        raise RuntimeError(f"ddptui run failed (rc {r.returncode}): {r.stderr[-2000:]}")
-    first = min(start_of(p) for p in logs)
-    last = max(p.stat().st_mtime for p in logs)
-    return last - first, wall
+def ddptui_stream(d: Path, nodes: int, lines: int, port: int, attempts: int = 2) -> tuple[float, float]:
+    """(first line -> last line on disk, launch -> exit) in seconds. A failed run is tried once more
+    (torch 2.13's torchrun can abort at exit after a good run, as tests/test_local_run.py allows)."""
+    for attempt in range(attempts):
+        runs = d / f"runs{port}-{attempt}"
+        printed = d / f"printed{port}.txt"  # what --headless prints (every line): to a file, not into memory
+        t0 = time.time()
+        with open(printed, "w") as out:
+            r = subprocess.run([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port)),
+                                "--headless", "--runs-dir", str(runs)], stdout=out, stderr=subprocess.STDOUT)
+        wall = time.time() - t0
+        logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
+        if r.returncode == 0 and len(logs) == nodes:
+            printed.unlink()
+            return max(p.stat().st_mtime for p in logs) - min(start_of(p) for p in logs), wall
+    tail = "\n".join(x for x in printed.read_text().splitlines() if " NCCL " not in x)[-3000:]
+    raise RuntimeError(f"ddptui run failed (rc {r.returncode}): {tail}")
 
 
 def free_port() -> int:
