@@ -12,6 +12,7 @@ of the workload itself writing to a file (what producing the lines costs, no ddp
 from __future__ import annotations
 
 import argparse
+import random
 import socket
 import statistics
 import subprocess
@@ -72,9 +73,16 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, attempts: int = 2)
 
 
 def free_port() -> int:
-    with socket.socket() as s:  # others may run torchrun on this machine too: never a fixed port
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, below the ephemeral range (an ephemeral one can be taken by any outgoing
+    connection before torchrun binds it); others may run torchrun here too: never a fixed one."""
+    while True:
+        port = random.randrange(20000, 30000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
 
 
 def parallel(cmds: list[list[str]], outs: list[Path]) -> float:
