@@ -5,11 +5,17 @@
 2. Offline throughput: `ddptui diagnose`'s engine over a large generated log against
    `grep -E` with the same signatures (every rule pattern) on the same file.
 
-    .venv/bin/python -m bench.diagnosis
+    .venv/bin/python -m bench.diagnosis [--quick] [--lines N] [--reps R]
+
+`--quick`: 100k lines, one repetition (the test suite runs it so it does not rot). Each repetition
+times the engine and grep one after the other (interleaved); the medians are printed. To time grep
+under hyperfine instead, give it `--output=pipe` (hyperfine's default null output lets grep stop
+at the first match).
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import statistics
 import subprocess
@@ -63,21 +69,28 @@ def make_log(path: Path, n_lines: int, training_share: float) -> None:
                 "returned 113(No route to host) errno 115(Operation now in progress)\n")
 
 
-def main() -> int:
-    lat = latency()
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench.diagnosis")
+    ap.add_argument("--quick", action="store_true", help="100k lines, one repetition")
+    ap.add_argument("--lines", type=int, default=None)
+    ap.add_argument("--reps", type=int, default=None)
+    args = ap.parse_args(argv)
+    n_lines = args.lines or (100_000 if args.quick else 1_000_000)
+    reps = args.reps or (1 if args.quick else 3)
+    lat = latency(20 if args.quick else 200)
     print(f"latency second node's transport line -> ib-socket-mismatch, {len(lat)} runs: "
           f"median {statistics.median(lat) * 1e6:.0f} µs, max {max(lat) * 1e6:.0f} µs (the bar: under 1 s)")
     if not shutil.which("grep"):
         return 0
     for share in (0.0, 0.95):
-        offline(share)
+        offline(share, n_lines, reps)
     return 0
 
 
-def offline(share: float) -> None:
+def offline(share: float, n_lines: int = 1_000_000, reps: int = 3) -> None:
     with tempfile.TemporaryDirectory() as d:
         log = Path(d) / "node.log"
-        make_log(log, 1_000_000, share)
+        make_log(log, n_lines, share)
         size = log.stat().st_size / 1e6
         lines = sum(1 for _ in open(log))
         patterns = [p for r in RULES for p in r.patterns]
@@ -87,7 +100,7 @@ def offline(share: float) -> None:
                      .replace(r"\S", "[^[:space:]]").replace(r"\w", "[[:alnum:]_]").replace(r"\b", "")]
         args.append(str(log))
         ts, tg = [], []
-        for _ in range(3):
+        for _ in range(reps):
             t0 = time.perf_counter()
             found = diagnose_paths([log])
             ts.append(time.perf_counter() - t0)
@@ -95,7 +108,7 @@ def offline(share: float) -> None:
             r = subprocess.run(args, capture_output=True, text=True)
             tg.append(time.perf_counter() - t0)
         md, mg = statistics.median(ts), statistics.median(tg)
-        print(f"offline, {lines:,} lines ({size:.0f} MB, {share:.0%} training output), median of 3:")
+        print(f"offline, {lines:,} lines ({size:.0f} MB, {share:.0%} training output), median of {reps}:")
         print(f"  ddptui diagnose engine  {md:6.2f} s  {lines / md / 1e6:5.2f} M lines/s  -> {[f.id for f in found]}")
         print(f"  grep -E, {len(patterns)} signatures {mg:6.2f} s  {lines / mg / 1e6:5.2f} M lines/s  "
               f"-> {r.stdout.strip()} matching line(s)")

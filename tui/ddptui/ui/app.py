@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from concurrent.futures import CancelledError
 from functools import partial
 from pathlib import Path
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
-from ..core.bundle.read import Bundle
-from ..core.errors import PlaybookError
 from ..core.paths import examples_dir, user_playbooks_dir
-from ..core.playbook.loader import discover_playbooks, load_playbook
-from ..core.transport.factory import SSHSettings, make_factory
-from .dialogs.host_key import HostKeyDialog
-from .dialogs.passphrase import PassphraseDialog
-from .dialogs.quit import QuitChoice, QuitDialog
+from ..core.transport.factory import SSHSettings
 from .screens.picker import PickerScreen
-from .screens.playbook import PlaybookScreen
-from .screens.problems import ProblemsScreen
+
+# Start-up: only what the first screen (the picker) needs is imported here; the playbook screen
+# (the runbook, the diagnosis, the checks), the bundle reader, the dialogs and the playbook loader
+# (ruamel, yaml) are imported where they are first used (bench/startup.py measures it).
+if TYPE_CHECKING:
+    from ..core.bundle.read import Bundle
+    from .screens.playbook import PlaybookScreen
 
 T = TypeVar("T")
+
+
+def _playbook_screens(screens: Iterable[Screen]) -> list[PlaybookScreen]:
+    """The playbook screens among `screens` (none while their module was never imported)."""
+    mod = sys.modules.get("ddptui.ui.screens.playbook")
+    return [s for s in screens if mod is not None and isinstance(s, mod.PlaybookScreen)]
 
 
 class DdptuiApp(App):
@@ -60,9 +66,17 @@ class DdptuiApp(App):
         else:
             dirs = self.search_dirs or [("here", Path.cwd() / "playbooks"), ("config", user_playbooks_dir()),
                                         ("examples", examples_dir())]
+            from ..core.playbook.loader import discover_playbooks
+
             self.push_screen(PickerScreen(discover_playbooks(dirs)))
 
     def open_playbook(self, path: Path, start_step: str | None = None, run_all: bool = False) -> None:
+        from ..core.errors import PlaybookError
+        from ..core.playbook.loader import load_playbook
+        from ..core.transport.factory import make_factory
+        from .screens.playbook import PlaybookScreen
+        from .screens.problems import ProblemsScreen
+
         try:
             pb = load_playbook(path)
         except PlaybookError as e:
@@ -104,8 +118,8 @@ class DdptuiApp(App):
 
     # ---- quitting with a job running asks first ---------------------------------------------
     def _running_screen(self) -> PlaybookScreen | None:
-        for s in self.screen_stack:
-            if isinstance(s, PlaybookScreen) and s.runbook.job_running:
+        for s in _playbook_screens(self.screen_stack):
+            if s.runbook.job_running:
                 return s
         return None
 
@@ -115,6 +129,8 @@ class DdptuiApp(App):
             self._close_runbooks()
             self.exit()
             return
+        from .dialogs.quit import QuitChoice, QuitDialog
+
         running = screen.runbook.running_nodes
 
         def chosen(answer: QuitChoice | None) -> None:
@@ -141,9 +157,8 @@ class DdptuiApp(App):
         threading.Thread(target=work, daemon=True).start()
 
     def _close_runbooks(self) -> None:
-        for s in self.screen_stack:
-            if isinstance(s, PlaybookScreen):
-                s.runbook.close()
+        for s in _playbook_screens(self.screen_stack):
+            s.runbook.close()
 
     def on_unmount(self) -> None:
         self._close_runbooks()  # nothing is left running on a node, whatever the way out
@@ -168,9 +183,13 @@ class DdptuiApp(App):
     _dialog_lock = threading.Lock()
 
     def _confirm_host_key(self, node: str, hostname: str, key_type: str, fingerprint: str) -> bool:
+        from .dialogs.host_key import HostKeyDialog
+
         with self._dialog_lock:
             return bool(self._ask(HostKeyDialog(node, hostname, key_type, fingerprint)))
 
     def _ask_passphrase(self, node: str, path: str) -> str | None:
+        from .dialogs.passphrase import PassphraseDialog
+
         with self._dialog_lock:
             return self._ask(PassphraseDialog(node, path))

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 
 from .engine import Engine
+from .worker import SerialWorker
 from .catalog import CATALOG, finding
 from .model import Evidence, Finding
 
@@ -20,7 +21,12 @@ JOINED = ("Rendezvous complete for workers", "init_process_group done")
 
 
 class LiveDiagnosis:
-    """Thread-safe: every node's reader feeds it; `on_change(finding)` gets each new or changed one."""
+    """Thread-safe: every node's reader feeds it; `on_change(finding)` gets each new or changed one.
+
+    After `run_in_background()` (the orchestrator's), `feed` and `node_exited` only queue their
+    work for one worker thread (worker.py) and return: the readers never wait for the engine, and
+    only that thread touches it. `finish()` and `findings` wait for what was queued first.
+    """
 
     def __init__(self, expected_nnodes: int, master: str, master_running: Callable[[], bool],
                  on_change: Callable[[Finding], None], rdzv_timeout: int = 900,
@@ -32,34 +38,62 @@ class LiveDiagnosis:
         self._rdzv_timeout = rdzv_timeout
         self._min_busbw = min_busbw_gbps  # the playbook's bandwidth.min_busbw_gbps: slow-interconnect below it
         self._lock = threading.Lock()
+        self._worker: SerialWorker | None = None
         self.reset()
+
+    def run_in_background(self) -> None:
+        self._worker = SerialWorker()
+
+    def flush(self) -> None:
+        """Until every batch fed so far has been diagnosed."""
+        if self._worker is not None:
+            self._worker.join()
 
     def reset(self) -> None:
         """A fresh launch: what the last one said no longer stands."""
+        if getattr(self, "_worker", None) is not None:
+            self.flush()
         with getattr(self, "_lock", threading.Lock()):
             self._engine = Engine(expected_nnodes=self._expected, on_change=self._on_change,
                                   min_busbw_gbps=self._min_busbw)
             self._own: dict[str, Finding] = {}
             self._joined: set[str] = set()
 
-    def feed(self, node: str, lines: list[str], first: int) -> None:
+    def feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None = None) -> None:
+        """`then()` is called once the batch is diagnosed (on the worker, in order, after its findings)."""
+        if self._worker is not None:
+            self._worker.put(self._feed, node, lines, first, then)
+        else:
+            self._feed(node, lines, first, then)
+
+    def _feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None) -> None:
         with self._lock:
             self._engine.feed(node, lines, first)
             if node != self._master:
                 self._watch_rendezvous(node, lines, first)
+        if then is not None:
+            then()
 
     def node_exited(self, node: str, rc: int) -> None:
         """A node's job failed with `rc`: a known signal is its cause now; any other code makes
         `finish()` say `unrecognized-failure` if no rule explains that node."""
+        if self._worker is not None:  # after the node's lines queued before it
+            self._worker.put(self._node_exited, node, rc)
+        else:
+            self._node_exited(node, rc)
+
+    def _node_exited(self, node: str, rc: int) -> None:
         with self._lock:
             self._engine.node_exited(node, rc)
 
     def finish(self) -> None:
+        self.flush()
         with self._lock:
             self._engine.finish()
 
     @property
     def findings(self) -> list[Finding]:
+        self.flush()
         with self._lock:
             live = self._engine.findings
             ids = {f.id for f in live}

@@ -16,7 +16,7 @@ from ..errors import DdptuiError
 from .engine import Engine
 from .model import Finding
 
-CHUNK = 20_000
+BLOCK = 4 << 20  # characters read and scanned at a time
 
 
 class DiagnoseInputError(DdptuiError):
@@ -75,15 +75,18 @@ def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding
                 engine.node_exited(node, d["exit_code"])
     for node, path in logs:
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                batch: list[str] = []
-                for line in f:
-                    batch.append(line.rstrip("\n"))
-                    if len(batch) >= CHUNK:
-                        engine.feed(node, batch)
-                        batch = []
-                if batch:
-                    engine.feed(node, batch)
+            with open(path, encoding="utf-8", errors="replace") as f:  # text mode: \r\n and \r end lines, as before
+                tail = ""
+                while block := f.read(BLOCK):
+                    block = tail + block
+                    cut = block.rfind("\n")
+                    if cut < 0:
+                        tail = block
+                        continue
+                    engine.feed_text(node, block[:cut])  # whole lines, in bulk: never a list of them
+                    tail = block[cut + 1:]
+                if tail:
+                    engine.feed_text(node, tail)
         except IsADirectoryError:
             raise DiagnoseInputError(f"{path}: is a directory") from None
         except OSError as e:

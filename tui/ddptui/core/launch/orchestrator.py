@@ -42,6 +42,7 @@ class Orchestrator:
         self._run_dir = run_dir
         self._set_state = set_state
         self.diagnosis = diagnosis
+        diagnosis.run_in_background()  # off the readers' path; watch() waits for it before its verdict
         self.results: list[dict] = []
         self.bandwidth = Bandwidth(pb.bandwidth.min_busbw_gbps)  # the smoke test's measured figures
         self.detached: dict[str, dict] = {}  # node -> {pid, pgid, log} when the user left the job running
@@ -70,13 +71,7 @@ class Orchestrator:
         return m.transport.address or self.pb.master
 
     def first_failure(self) -> dict | None:
-        """torchrun's own Root Cause where one was printed, else the first node lost."""
-        causes = {n: nr.agent.root_cause for n, nr in self.nodes.items() if nr.agent.root_cause}
-        ff = first_failure(causes)
-        if ff is not None:
-            return {"node": ff[0], **ff[1]}
-        lost = [nr.name for nr in self.nodes.values() if nr.process is not None and nr.process.lost]
-        return {"node": lost[0], "lost": True} if lost else None
+        return first_failure_of(self.nodes)
 
     # ---- plan and launch ------------------------------------------------------------------------
     def fresh_launch(self) -> None:
@@ -129,7 +124,8 @@ class Orchestrator:
         self._keepalive.ensure_running()
 
     def _output_handler(self, nr: NodeRun, run_dir: RunDir) -> Callable[[list[str]], None]:
-        """The hot path, once per batch of a node's lines: disk first, then what reads them."""
+        """The hot path, once per batch of a node's lines: disk first, then what reads them (the
+        diagnosis only queues the batch for its own thread)."""
         name = nr.name
         expected_world = sum(self.pb.nproc_of(n) for n in self.pb.nodes)
 
@@ -147,8 +143,11 @@ class Orchestrator:
                 # torchrun does not fail when nproc_per_node differs by node: compare what it assembled
                 self._emit(Notice("warning", f"{name}: torchrun assembled a world of {nr.agent.world_size} "
                                              f"processes, the playbook plans {expected_world}", name))
-            self.diagnosis.feed(name, lines, first)
-            self._sink(NodeOutput(name, tuple(lines), first))
+            # The diagnosis and then the sink run on the diagnosis' own thread (diagnosis/worker.py), in
+            # the order the batches came: the reader goes back to reading at once, and a finding is
+            # still emitted before the lines of the batch that raised it (recordings replay it so).
+            out = NodeOutput(name, tuple(lines), first)
+            self.diagnosis.feed(name, lines, first, then=lambda: self._sink(out))
 
         return on_lines
 
@@ -183,7 +182,7 @@ class Orchestrator:
         for nr in procs:  # their node states are posted before the step's verdict
             if nr.watcher is not None:
                 nr.watcher.join(10)
-        self.diagnosis.finish()
+        self.diagnosis.finish()  # waits for every batch queued: all findings are raised before the verdict
         if self.stopped_by_user:
             raise StepFailed("stopped by the user")
         bad = [nr for nr in procs if nr.process.returncode != 0 or nr.process.lost]
@@ -316,3 +315,13 @@ def wait_for_port(master: NodeRun, probe_from: NodeRun, addr: str, port: int, ti
         time.sleep(0.3)
     raise StepFailed(f"{addr}:{port} did not listen within {timeout:g} s (seen from {probe_from.name}: {last}). "
                      f"The master's last lines:\n{_tail(master) or '(none)'}")
+
+
+def first_failure_of(nodes: dict[str, NodeRun]) -> dict | None:
+    """torchrun's own Root Cause where one was printed, else the first node lost."""
+    causes = {n: nr.agent.root_cause for n, nr in nodes.items() if nr.agent.root_cause}
+    ff = first_failure(causes)
+    if ff is not None:
+        return {"node": ff[0], **ff[1]}
+    lost = [nr.name for nr in nodes.values() if nr.process is not None and nr.process.lost]
+    return {"node": lost[0], "lost": True} if lost else None

@@ -1,0 +1,87 @@
+"""Start-up: `ddptui --help` against `python -c pass`, and the TUI's first frame in a pseudo-terminal
+(the picker's title drawn) against a minimal Textual app's (one Static drawn), each process
+started fresh; and `import ddptui.ui.app` against `import textual.app` alone.
+
+    .venv/bin/python -m bench.startup [--quick] [--reps R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pty
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MINIMAL = ("from textual.app import App\nfrom textual.widgets import Static\n"
+           "class A(App):\n    def compose(self):\n        yield Static('minimal-ready')\nA().run()\n")
+
+
+def first_frame(argv: list[str], marker: bytes, cwd: str, timeout: float = 60.0) -> float:
+    """Seconds from the start of the process until `marker` is on its terminal."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a 120x40 terminal
+        os.chdir(cwd)
+        os.environ.update(TERM="xterm-256color", COLUMNS="120", LINES="40")
+        os.execv(argv[0], argv)
+    t0 = time.perf_counter()
+    seen = b""
+    try:
+        while time.perf_counter() - t0 < timeout:
+            r, _, _ = select.select([fd], [], [], 0.05)
+            if r:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:
+                    break
+                if marker in seen:
+                    return time.perf_counter() - t0
+        raise RuntimeError(f"{argv}: no {marker!r} within {timeout} s: {seen[-500:]!r}")
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(fd)
+
+
+def timed(argv: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench.startup")
+    ap.add_argument("--quick", action="store_true", help="two repetitions")
+    ap.add_argument("--reps", type=int, default=None)
+    args = ap.parse_args(argv)
+    reps = args.reps or (2 if args.quick else 9)
+    py = sys.executable
+    rows: dict[str, list[float]] = {k: [] for k in ("help", "pass", "imp_app", "imp_textual", "tui", "minimal")}
+    with tempfile.TemporaryDirectory() as d:
+        minimal = Path(d) / "minimal.py"
+        minimal.write_text(MINIMAL)
+        for _ in range(reps):  # interleaved: each figure next to its baseline
+            rows["help"].append(timed([py, "-m", "ddptui", "--help"]))
+            rows["pass"].append(timed([py, "-c", "pass"]))
+            rows["imp_app"].append(timed([py, "-c", "import ddptui.ui.app"]))
+            rows["imp_textual"].append(timed([py, "-c", "import textual.app"]))
+            rows["tui"].append(first_frame([py, "-m", "ddptui"], b"Pick a playbook", d))
+            rows["minimal"].append(first_frame([py, str(minimal)], b"minimal-ready", d))
+    m = {k: statistics.median(v) for k, v in rows.items()}
+    print(f"start-up, median of {reps} (each a fresh process):")
+    print(f"  ddptui --help           {m['help'] * 1e3:6.0f} ms   python -c pass     {m['pass'] * 1e3:6.0f} ms   "
+          f"ratio {m['help'] / m['pass']:.1f}x")
+    print(f"  import ddptui.ui.app    {m['imp_app'] * 1e3:6.0f} ms   import textual.app {m['imp_textual'] * 1e3:6.0f} ms   "
+          f"ratio {m['imp_app'] / m['imp_textual']:.2f}x")
+    print(f"  TUI first frame         {m['tui'] * 1e3:6.0f} ms   minimal Textual    {m['minimal'] * 1e3:6.0f} ms   "
+          f"ratio {m['tui'] / m['minimal']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Each benchmark's --quick run, so the scripts do not rot: they run and print their figures. No
+time is asserted (bench/README.md: nothing there asserts a time). bench/stream.py runs a real
+torchrun per node."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, needs_torch
+
+
+def quick(module: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tui"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    r = subprocess.run([sys.executable, "-m", module, "--quick"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_diagnosis_quick_prints_the_engine_and_grep() -> None:
+    out = quick("bench.diagnosis")
+    assert "latency" in out and "ddptui diagnose engine" in out and "ratio engine / grep" in out, out
+
+
+@needs_torch
+@pytest.mark.torch
+def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
+    out = quick("bench.stream")
+    assert "1 node(s)" in out and "cat FILE > out" in out and "ratio" in out, out
+
+
+def test_startup_quick_prints_help_import_and_first_frame() -> None:
+    out = quick("bench.startup")
+    assert "ddptui --help" in out and "import ddptui.ui.app" in out and "TUI first frame" in out, out

@@ -1,0 +1,166 @@
+"""The engine's literal anchors, and the prefilter that finds in bulk the lines of a batch that hold one.
+
+Every pattern the engine runs has a literal one of which every match must contain (`literals_of`);
+a line that holds none of them cannot match anything, so it is never looked at in Python. The
+prefilter scans a whole batch (its lines joined by "\n") in one pass outside Python: an
+Aho-Corasick automaton (ahocorasick_rs, a DFA; on bytes when the text is ASCII) that gives every
+literal occurrence at once and so also says which literals each candidate line holds, so that only
+the rules anchored on those run. Without the library: one search of a trie regex of the literals
+per candidate line (in C over the text between candidates), and the engine then asks which
+literals the line holds itself. Both paths give the same candidate lines.
+
+Measured (8 MB of the bench's logs, this 2-core machine under load): pyahocorasick's iter() 27
+MB/s, the trie regex 11 MB/s, ahocorasick_rs on bytes 90-200 MB/s; hence ahocorasick_rs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+
+try:
+    import ahocorasick_rs  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - the library is optional
+    ahocorasick_rs = None
+
+try:  # the regex parser moved in 3.11; the old name warns
+    import re._parser as sre_parse  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse  # type: ignore[no-redef]
+
+# DDPTUI_PREFILTER=python: the pure-Python path even where the library is installed (to test it)
+HAVE_AUTOMATON = ahocorasick_rs is not None and os.environ.get("DDPTUI_PREFILTER") != "python"
+Candidate = tuple[int, int, int, "set[int] | None"]  # line index, start, end, literal indexes held (None: not known)
+
+
+def trie_regex(words: Iterable[str]) -> str:
+    """One regex for a set of literals, factored by common prefixes: Python's re tries the
+    alternatives of a flat `a|b|c...` one by one at every position; a trie tries one branch."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        ends = "" in node
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch != ""]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if ends else body
+
+    return build(trie)
+
+
+def literals_of(pattern: str) -> list[str] | None:
+    """Literals one of which every match must contain: the longest run, or one per branch of a
+    leading alternation; None when there is no such set (then the pattern sees every line)."""
+    lit = _literal(pattern)
+    if lit:
+        return [lit]
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return None
+    for op, av in parsed:
+        branch = None
+        if op is sre_parse.BRANCH:  # a non-capturing (?:a|b) is inlined by the parser
+            branch = av
+        elif op is sre_parse.SUBPATTERN and len(av[-1]) == 1 and av[-1][0][0] is sre_parse.BRANCH:
+            branch = av[-1][0][1]
+        if branch is not None:
+            lits = [_literal_items(b) for b in branch[1]]
+            if all(lits):
+                return lits  # type: ignore[return-value]
+    return None
+
+
+def _literal(pattern: str) -> str | None:
+    """The longest literal run that every match of `pattern` must contain (None if there is none)."""
+    try:
+        return _literal_items(sre_parse.parse(pattern))
+    except re.error:
+        return None
+
+
+def _literal_items(parsed) -> str | None:
+    best, cur = "", []
+    for op, av in parsed:
+        if op is sre_parse.LITERAL:
+            cur.append(chr(av))
+            continue
+        run = "".join(cur)
+        if len(run) > len(best):
+            best = run
+        cur = []
+    run = "".join(cur)
+    if len(run) > len(best):
+        best = run
+    return best if len(best) >= 4 else None
+
+
+class Prefilter:
+    """The lines of a text that hold one of `literals` (none may contain a newline)."""
+
+    def __init__(self, literals: list[str], automaton: bool | None = None) -> None:
+        if len(set(literals)) != len(literals) or any("\n" in x for x in literals):
+            raise ValueError("the literals must be distinct and hold no newline")
+        self.literals = literals
+        self.gate = re.compile(trie_regex(sorted(literals, key=len, reverse=True)))
+        use = HAVE_AUTOMATON if automaton is None else automaton and HAVE_AUTOMATON
+        self._ac = self._ac_bytes = None
+        if use and literals:
+            dfa = ahocorasick_rs.Implementation.DFA
+            self._ac = ahocorasick_rs.AhoCorasick(literals, implementation=dfa)
+            if all(x.isascii() for x in literals):  # byte offsets are character offsets in ASCII text
+                self._ac_bytes = ahocorasick_rs.BytesAhoCorasick([x.encode() for x in literals], implementation=dfa)
+
+    @property
+    def automaton(self) -> bool:
+        return self._ac is not None
+
+    def candidates(self, text: str) -> Iterator[Candidate]:
+        """(line index, start, end, the indexes of the literals the line holds, or None where the
+        pure-Python path does not know them) for each line of `text` that holds a literal, in order."""
+        return self._by_automaton(text) if self._ac is not None else self._by_regex(text)
+
+    def _by_automaton(self, text: str) -> Iterator[Candidate]:
+        if self._ac_bytes is not None and text.isascii():
+            hits = self._ac_bytes.find_matches_as_indexes(text.encode("ascii"), overlapping=True)
+        else:
+            hits = self._ac.find_matches_as_indexes(text, overlapping=True)  # type: ignore[union-attr]
+        find, rfind, count = text.find, text.rfind, text.count
+        line, counted = 0, 0  # the line index of position `counted`
+        start = end = -1
+        held: set[int] | None = None
+        for i, first, _ in hits:  # every occurrence, overlapping ones too, in order
+            if first < end:
+                held.add(i)  # type: ignore[union-attr]
+                continue
+            if held is not None:
+                yield line, start, end, held
+            start = rfind("\n", 0, first) + 1
+            line += count("\n", counted, start)
+            counted = start
+            end = find("\n", first)
+            if end < 0:
+                end = len(text)
+            held = {i}
+        if held is not None:
+            yield line, start, end, held
+
+    def _by_regex(self, text: str) -> Iterator[Candidate]:
+        search, find, rfind, count = self.gate.search, text.find, text.rfind, text.count
+        line, counted, pos = 0, 0, 0
+        while (m := search(text, pos)) is not None:
+            start = rfind("\n", 0, m.start()) + 1
+            line += count("\n", counted, start)
+            counted = start
+            end = find("\n", m.end())
+            if end < 0:
+                end = len(text)
+            yield line, start, end, None
+            pos = end + 1
