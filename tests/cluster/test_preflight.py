@@ -101,6 +101,9 @@ def test_port_in_use_on_the_master(cluster: Cluster, ssh_env: Path, tmp_path: Pa
         f = next(f for f in rep["findings"] if f["id"] == "port-in-use")
         assert f["nodes"] == ["node02"] and "bind-failed" in f["evidence"][0]["text"]
         assert any("29545" in e["text"] for e in f["evidence"][1:])  # what ss shows listening there
+        # the process holding the port, by name and pid: what the user has to stop
+        assert "by python" in f["summary"] and f"(pid {squat.pid})" in f["summary"], f["summary"]
+        assert f"kill {squat.pid}" in f["fix"]["explain"]
     finally:
         squat.kill()
         squat.wait()

@@ -139,3 +139,11 @@ def test_the_env_section_keeps_only_what_the_env_fact_is_for() -> None:
 
     text = "HOME=/root\nAWS_SECRET_ACCESS_KEY=abc123\nNCCL_DEBUG=INFO\nMULTI=a\nNCCL_FAKE=continued\nOMP_NUM_THREADS=1\n"
     assert env_lines(text).splitlines() == ["NCCL_DEBUG=INFO", "NCCL_FAKE=continued", "OMP_NUM_THREADS=1"]
+
+
+def test_the_process_holding_a_port_is_read_from_ss():
+    from ddptui.core.checks.preflight import port_holder
+
+    line = 'LISTEN 0 128 0.0.0.0:29500 0.0.0.0:* users:(("python3",pid=4242,fd=3))'
+    assert port_holder(line) == ("python3", 4242)
+    assert port_holder("LISTEN 0 128 0.0.0.0:29500 0.0.0.0:*") is None and port_holder(None) is None

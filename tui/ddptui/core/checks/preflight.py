@@ -8,6 +8,8 @@ every worker. Findings compare nodes with each other.
 
 from __future__ import annotations
 
+import re
+
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -213,12 +215,14 @@ class Preflight:
         if lr is not None and "bind-failed" in lr.stdout:
             self._check(CheckResult(master.name, "master-port", "fail", f"port {port} is already in use on the master", lcmd, lout))
             nf = self.result.facts.get(master.name)
+            holder = port_holder(nf.port_listening if nf else None)
+            by = f" by {holder[0]} (pid {holder[1]})" if holder else ""
+            stop = f"stop {holder[0]} (kill {holder[1]})" if holder else f"stop what listens on {port}"
             self.result.findings.append(finding(
-                "port-in-use", [master.name], f"master_port {port} is already taken on {master.name}",
-                [Evidence(master.name, 0, lout, lcmd)] + ([Evidence(master.name, 0, nf.port_listening, "ss -Hltn")]
+                "port-in-use", [master.name], f"master_port {port} is already taken on {master.name}{by}",
+                [Evidence(master.name, 0, lout, lcmd)] + ([Evidence(master.name, 0, nf.port_listening, "ss -Hltnp")]
                                                           if nf and nf.port_listening else []),
-                fix=Fix(scope="manual", explain=f"stop what listens on {port} on {master.name}, or set "
-                                                "job.master_port to a free port")))
+                fix=Fix(scope="manual", explain=f"{stop} on {master.name}, or set job.master_port to a free port")))
             return
         self._check(CheckResult(master.name, "master-port", "pass", f"port {port} is free; a test listener opened", lcmd, lout))
         blocked = []
@@ -307,3 +311,13 @@ class Preflight:
             multi = len(self.targets) > 1
             self.result.findings += judge.loopback(t.name, nf, backend, multi and t.transport.kind != "local")
             self.result.findings += judge.interfaces(t.name, nf, backend, multi)
+
+
+_HOLDER = re.compile(r'users:\(\("([^"]+)",pid=(\d+)')
+
+
+def port_holder(ss_line: str | None) -> tuple[str, int] | None:
+    """(program, pid) from `ss -p` output: users:(("python3",pid=1234,fd=3)); None when ss could
+    not say (another user's process, or no -p support)."""
+    m = _HOLDER.search(ss_line or "")
+    return (m.group(1), int(m.group(2))) if m else None

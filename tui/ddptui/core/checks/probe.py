@@ -47,7 +47,7 @@ def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_
     if master_ip:
         cmds.append(("route", f"ip -j route get {shlex.quote(master_ip)}"))
     if is_master:
-        cmds.append(("port", f"ss -Hltn 'sport = :{int(master_port)}'"))
+        cmds.append(("port", f"ss -Hltnp 'sport = :{int(master_port)}'"))  # -p: who holds it (ours to see)
     if is_worker and master_ip:
         cmds.append(("ping-master", f"ping -c 1 -W 2 {shlex.quote(master_ip)}"))
     return cmds
