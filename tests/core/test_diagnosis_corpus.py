@@ -182,7 +182,7 @@ def test_healthy_ethernet_only_no_device_found_is_fine() -> None:
 def test_trie_gate_matches_exactly_the_literals() -> None:
     import re
 
-    from ddptui.core.diagnosis.engine import trie_regex
+    from ddptui.core.diagnosis.literals import trie_regex
 
     words = ["abc", "abd", "ab", "x y", "NET/IB : No device", "NET/IB : Using ["]
     r = re.compile(trie_regex(words))

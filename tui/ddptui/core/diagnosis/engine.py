@@ -23,7 +23,7 @@ from .catalog import CATALOG, DEFAULT, finding, hidden_ids
 from .classify import decide_signal, signal_of_exit
 from .facts import ANSI, NCCL_HEAD, STATE_LITERALS, NodeState, cross_verdicts, extract_facts
 from .failures import Failures
-from .literals import Prefilter, literals_of, trie_regex  # noqa: F401 - trie_regex: the tests' name for it
+from .literals import Prefilter, literals_of
 from .model import Evidence, Finding
 from .rules import CROSS_RULES, FAILURE_SIGNS, RULES, CrossRule, Rule, Sign
 

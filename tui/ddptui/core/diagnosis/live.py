@@ -51,9 +51,8 @@ class LiveDiagnosis:
 
     def reset(self) -> None:
         """A fresh launch: what the last one said no longer stands."""
-        if getattr(self, "_worker", None) is not None:
-            self.flush()
-        with getattr(self, "_lock", threading.Lock()):
+        self.flush()
+        with self._lock:
             self._engine = Engine(expected_nnodes=self._expected, on_change=self._on_change,
                                   min_busbw_gbps=self._min_busbw)
             self._own: dict[str, Finding] = {}

@@ -14,7 +14,7 @@ from ..logs.torchrun import RootCauseParser
 from ..playbook.model import NodeSpec, Playbook
 from ..states import NodeStatus
 from ..transport.base import RemoteProcess, Transport
-from .plan import NodePlan, env_for, workdir_for  # noqa: F401  (re-exported: one home each)
+from .plan import NodePlan, env_for
 
 
 @dataclass

@@ -30,7 +30,7 @@ from ..playbook.model import NodeSpec, SSHOptions
 from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport
 from .known_hosts import KnownHosts, lookup_name
 from .ssh_auth import authenticate, check_host_key
-from .ssh_config import Target, _load_config, _parse_hop, resolve  # noqa: F401  (resolve: used by tests and bench)
+from .ssh_config import Target, _load_config, _parse_hop, resolve
 
 # paramiko logs handshake failures with tracebacks; we turn them into words ourselves.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
