@@ -209,7 +209,16 @@ class SSHTransport(Transport):
     def _session(self) -> paramiko.Channel:
         if self._t is None or not self._t.is_active():
             raise NodeError(self.node, "the connection to the node was lost", "lost")
-        return self._t.open_session(timeout=self.target.connect_timeout)
+        for wait in (0.05, 0.2, 0.5, 1.0, None):
+            try:
+                return self._t.open_session(timeout=self.target.connect_timeout)
+            except paramiko.ChannelException as e:
+                # sshd refuses a session while it is still tearing down ones we already closed
+                # (its MaxSessions counts them a moment longer): wait a little, as OpenSSH's mux would
+                if e.code != paramiko.common.OPEN_FAILED_CONNECT_FAILED or wait is None:
+                    raise
+                time.sleep(wait)
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _env_stdin(env: dict[str, str] | None) -> bytes:
