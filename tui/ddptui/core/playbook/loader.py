@@ -22,10 +22,12 @@ from .fields import (
 )
 from .local import check_local
 from .names import MAX_NODE_NAME, MAX_NODES, check_nodes, host_check, user_check
+from .slurm import check_slurm_nodes, parse_slurm
 from .source import compose, fail, read_text
 from .model import (
     BUILTIN_SCRIPTS,
     DEFAULT_STEPS,
+    SLURM_STEPS,
     STEP_KINDS,
     Job,
     NodeSpec,
@@ -34,7 +36,8 @@ from .model import (
     Step,
 )
 
-TOP_KEYS = ("name", "description", "nodes", "master", "transport", "job", "steps", "ssh", "redact", "bandwidth")
+TOP_KEYS = ("name", "description", "nodes", "master", "transport", "job", "steps", "ssh", "redact", "bandwidth",
+            "slurm")
 JOB_KEYS = (
     "script", "args", "nproc_per_node", "master_port", "rendezvous", "backend", "workdir",
     "python", "env", "rdzv_id", "rdzv_timeout", "rdzv_read_timeout", "master_wait_timeout",
@@ -43,7 +46,7 @@ JOB_KEYS = (
 NODE_KEYS = ("name", "host", "user", "port", "transport", "nproc_per_node", "env", "python", "workdir")
 STEP_KEYS = ("id", "kind", "title", "timeout", "run", "nodes")
 SSH_KEYS = ("connect_timeout", "command_timeout", "keepalive")
-TRANSPORTS = ("ssh", "local")
+TRANSPORTS = ("ssh", "local", "slurm")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_PROBLEMS = 100  # shown at once; past that, a count
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -96,6 +99,9 @@ def _nodes(ctx: _Ctx, node: Node, default_transport: str) -> list[tuple[NodeSpec
                 kw[key] = _typed(ctx, v, w, int, _nproc)
             elif key == "transport":
                 kw[key] = _choice(ctx, v, w, TRANSPORTS) or default_transport
+                if (kw[key] == "slurm") != (default_transport == "slurm"):
+                    ctx.add(v, f"{w}: a job runs either all in one Slurm allocation or not at all",
+                            "set `transport: slurm` at the top level, for every node")
             elif key == "env":
                 kw[key] = _env(ctx, v, w)
         out.append((NodeSpec(**{k: v for k, v in kw.items() if v is not None}), keys["name"][1]))
@@ -189,10 +195,12 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
     root = compose(text, path)
     if root is None:
         raise PlaybookError(path, [Problem(path, 1, 1, "the playbook is empty", "start from playbooks/local-smoke.yaml")])
-    top = _mapping(ctx, root, "the playbook", TOP_KEYS, ("name", "nodes", "job"))
+    top = _mapping(ctx, root, "the playbook", TOP_KEYS, ("name", "job"))
     name = _typed(ctx, top["name"][1], "name", str, _at_most(MAX_NODE_NAME)) if "name" in top else None
     description = (_typed(ctx, top["description"][1], "description", str) or "") if "description" in top else ""
     transport = (_choice(ctx, top["transport"][1], "transport", TRANSPORTS) or "ssh") if "transport" in top else "ssh"
+    if "nodes" not in top and transport != "slurm":  # on Slurm the allocation may name them
+        ctx.add(root, "missing required key 'nodes' in the playbook", "add `nodes:` to the playbook")
     node_items = _nodes(ctx, top["nodes"][1], transport) if "nodes" in top else []
     names = check_nodes(ctx, node_items)
     nodes = [spec for spec, _ in node_items]
@@ -215,8 +223,14 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
             if val is not None:
                 kw[key] = val
         ssh = SSHOptions(**kw)
+    slurm, slurm_keys = parse_slurm(ctx, top["slurm"][1] if "slurm" in top else None)
+    check_slurm_nodes(ctx, slurm, slurm_keys, transport, len(names), top.get("transport", (None, None))[1], root)
+    if master and not names:
+        ctx.add(top["master"][1], "master is named but the nodes are not: the allocation names them",
+                "drop `master:` (the first node allocated is the master), or name the nodes")
+        master = None
     steps = _steps(ctx, top["steps"][1], set(names)) if "steps" in top else tuple(
-        Step(id=i, kind=k, title=t) for i, k, t in DEFAULT_STEPS)
+        Step(id=i, kind=k, title=t) for i, k, t in (SLURM_STEPS if transport == "slurm" else DEFAULT_STEPS))
     if job is not None and check_files:
         check_local(ctx, job, job_keys, base, node_items)
     redact = _redact(ctx, top["redact"][1]) if "redact" in top else ()
@@ -226,8 +240,9 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
         raise fail(path, ctx.problems, MAX_PROBLEMS)
     assert name is not None and job is not None
     return Playbook(name=name, description=description, nodes=tuple(nodes),
-                    master=master or nodes[0].name, job=job, steps=steps, ssh=ssh,
-                    path=Path(path) if path != "<playbook>" else None, source=text, redact=redact, bandwidth=bandwidth)
+                    master=master or (nodes[0].name if nodes else ""), job=job, steps=steps, ssh=ssh,
+                    path=Path(path) if path != "<playbook>" else None, source=text, redact=redact, bandwidth=bandwidth,
+                    transport=transport, slurm=slurm)
 
 
 def _redact(ctx: _Ctx, node: Node) -> tuple[str, ...]:

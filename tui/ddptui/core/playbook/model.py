@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-STEP_KINDS = ("connect", "check", "launch-master", "wait-master", "launch-workers", "watch", "shell")
+STEP_KINDS = ("connect", "allocate", "check", "launch-master", "wait-master", "launch-workers", "watch", "shell")
 
 # The standard runbook, used when a playbook has no `steps:`.
 DEFAULT_STEPS = (
@@ -17,6 +17,10 @@ DEFAULT_STEPS = (
     ("watch", "watch", "Watch the job until every node exits"),
 )
 
+# With `transport: slurm` the connect step is "allocate": get (or join) the allocation, then reach
+# every node through a job step.
+SLURM_STEPS = (("allocate", "allocate", "Get the Slurm allocation and reach every node"),) + DEFAULT_STEPS[1:]
+
 BUILTIN_SCRIPTS = {"builtin:smoke": "smoke.py"}
 
 
@@ -26,7 +30,7 @@ class NodeSpec:
     host: str | None = None  # None: take HostName from ssh_config, else the name
     user: str | None = None
     port: int | None = None
-    transport: str = "ssh"  # ssh | local
+    transport: str = "ssh"  # ssh | local | slurm
     nproc_per_node: int | None = None  # per-node override of job.nproc_per_node
     env: tuple[tuple[str, str], ...] = ()  # per-node env on top of job.env
     python: str | None = None
@@ -79,6 +83,23 @@ class BandwidthOptions:
 
 
 @dataclass(frozen=True)
+class SlurmOptions:
+    """The `slurm:` block: what to ask Slurm for (salloc, #SBATCH lines) or which allocation to use."""
+
+    partition: str | None = None
+    nodes: int | None = None  # how many nodes to allocate; default: as many as `nodes:` names
+    gpus_per_node: int | None = None
+    time: str | None = None  # Slurm's time format: "30", "00:30:00", "1-00:00:00"
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    extra_args: tuple[str, ...] = ()
+    job: str | None = None  # an allocation the user already holds
+    pending_timeout: float = 300.0
+    keep: bool = False  # keep the allocation when the run ends
+
+
+@dataclass(frozen=True)
 class Playbook:
     name: str
     nodes: tuple[NodeSpec, ...]
@@ -91,9 +112,25 @@ class Playbook:
     source: str = ""  # the YAML text as loaded (recorded in each run)
     redact: tuple[str, ...] = ()  # env names whose values never leave the run (bundles, reports)
     bandwidth: BandwidthOptions = field(default_factory=BandwidthOptions)
+    transport: str = "ssh"  # the top-level default: ssh | local | slurm
+    slurm: SlurmOptions | None = None  # the `slurm:` block, when there is one
 
     @property
-    def master_node(self) -> NodeSpec:
+    def on_slurm(self) -> bool:
+        return self.transport == "slurm"
+
+    def with_allocation(self, job_id: str, names: list[str]) -> Playbook:
+        """This playbook on the nodes of Slurm allocation `job_id`: the names the playbook gave keep
+        their settings (in the allocation's order when it named none); the master stays if granted."""
+        from dataclasses import replace
+
+        given = {n.name: n for n in self.nodes}
+        nodes = tuple(given.get(n) or NodeSpec(name=n, transport="slurm") for n in names)
+        master = self.master if self.master in names else names[0]
+        return replace(self, nodes=nodes, master=master, slurm=replace(self.slurm or SlurmOptions(), job=str(job_id)))
+
+    @property
+    def master_node(self) -> NodeSpec:  # only after allocation when a slurm playbook names no nodes
         return next(n for n in self.nodes if n.name == self.master)
 
     @property
