@@ -1,0 +1,1 @@
+"""Slurm: allocations, job steps as a transport, batch scripts, following batch jobs."""
