@@ -11,12 +11,12 @@ import json
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 
 from . import __version__
 from .cli_bundle import bundle_parsers, cmd_bundle, cmd_diagnose_bundle, cmd_diff, cmd_report
 from .cli_open import cmd_open, open_parser
+from .cli_printer import Printer
 from .core.errors import DdptuiError, PlaybookError, UsageError
 
 SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix", "bundle", "report", "diff", "open")
@@ -148,71 +148,13 @@ def _runs_dir(args: argparse.Namespace) -> Path:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     pb = _load(args.playbook)
-    steps = ", ".join(s.id for s in pb.steps)
-    print(f"{args.playbook}: ok — {pb.name}: {len(pb.nodes)} node{'s' if len(pb.nodes) != 1 else ''} "
-          f"(master {pb.master}), {pb.job.nproc_per_node} proc/node, steps: {steps}")
+    from .core.slurm.alloc import describe_request
+
+    n = len(pb.nodes)
+    where = f"{n} node{'s' if n != 1 else ''} (master {pb.master})" if n else describe_request(pb)
+    print(f"{args.playbook}: ok — {pb.name}: {where}, {pb.job.nproc_per_node} proc/node, "
+          f"steps: {', '.join(s.id for s in pb.steps)}")
     return EXIT_OK
-
-
-class _Printer:
-    """Headless output: `node │ line`, flushed line by line even into a pipe; or JSON events.
-    With a Redactor, nothing secret is printed: node output is searched for the known values (one
-    search per batch), every other line and event fully."""
-
-    def __init__(self, as_json: bool, width: int, redactor=None) -> None:
-        self.as_json = as_json
-        self.width = width
-        self.redactor = redactor
-        self._lock = threading.Lock()
-        self.out = sys.stdout
-
-    def __call__(self, ev) -> None:
-        from .core import events as E
-
-        r = self.redactor
-        with self._lock:
-            if isinstance(ev, E.NodeOutput):
-                lines = r.lines(list(ev.lines), "output") if r else ev.lines
-                if self.as_json:
-                    for i, text in enumerate(lines):
-                        self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,
-                                            "line": ev.first_line + i, "text": text}), mask=False)
-                else:
-                    pre = f"{ev.node:<{self.width}} │ "
-                    self._w("".join(pre + line + "\n" for line in lines), nl=False, mask=False)
-                return
-            if self.as_json:
-                self._w(json.dumps(r.obj(ev.to_json(), "output") if r else ev.to_json(), default=str), mask=False)
-                return
-            if isinstance(ev, E.StepChanged):
-                mark = {"running": "▶", "passed": "✓", "failed": "✗", "skipped": "·"}.get(ev.state, " ")
-                msg = f" — {ev.message}" if ev.message and ev.state != "running" else (
-                    f" {ev.message}" if ev.message else "")
-                self._w(f"{'ddptui':<{self.width}} │ {mark} {ev.step}: {ev.state}{msg}")
-            elif isinstance(ev, E.NodeState) and ev.state in ("unreachable", "failed", "lost", "running", "exited", "stopped"):
-                self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {ev.state}{' — ' + ev.message if ev.message else ''}")
-            elif isinstance(ev, E.CheckResult) and ev.status != "pass":
-                self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {ev.check} {ev.status}: {ev.summary}")
-            elif isinstance(ev, E.CommandPlanned):
-                self._w(f"{'ddptui':<{self.width}} │   {ev.node} (node_rank {ev.node_rank}): {ev.command}")
-            elif isinstance(ev, E.FindingRaised):
-                f = ev.finding
-                env = " ".join(f"{k}={v}" for k, v in (f.fix.env if f.fix else {}).items())
-                mark = "⚠" if f.active else "✓"
-                self._w(f"{'ddptui':<{self.width}} │ {mark} {f.id} ({f.severity}, {f.state}): {f.summary}"
-                        + (f" — fix: {env}" if env and f.active else ""))
-            elif isinstance(ev, E.PlaybookRevised):
-                self._w(f"{'ddptui':<{self.width}} │ fix for {ev.finding_id} written to {ev.path}; running it")
-            elif isinstance(ev, E.Notice):
-                self._w(f"{'ddptui':<{self.width}} │ {ev.level}: {ev.text}")
-            elif isinstance(ev, E.RunStarted):
-                self._w(f"{'ddptui':<{self.width}} │ run {ev.run_id} → {ev.run_dir}")
-
-    def _w(self, s: str, nl: bool = True, mask: bool = True) -> None:
-        if mask and self.redactor is not None:
-            s = self.redactor.text(s, "output")
-        self.out.write(s + ("\n" if nl else ""))
-        self.out.flush()
 
 
 def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: bool) -> tuple[int, object]:
@@ -225,8 +167,11 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
     pb = _load(args.playbook)
     settings = _ssh_settings(args, pb)
     runs_dir = _runs_dir(args)
+    if pb.on_slurm:  # no Slurm here, an unknown partition or job id: bad input, before anything is asked
+        from .core.slurm.alloc import check_request
+        check_request(pb)
     width = max([len(n.name) for n in pb.nodes] + [6])
-    printer = _Printer(as_json, width, Redactor.for_playbook(pb))
+    printer = Printer(as_json, width, Redactor.for_playbook(pb))
     rb = Runbook(pb, printer, runs_dir, make_factory(settings))
     ids = [s.id for s in pb.steps]
     start = getattr(args, "from_step", None)
@@ -286,7 +231,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _check_steps(pb) -> list[str]:
-    return [s.id for s in pb.steps if s.kind in ("connect", "check")] or ["connect"]
+    return [s.id for s in pb.steps if s.kind in ("connect", "allocate", "check")] or ["connect"]
 
 
 def _quiet_checks(args: argparse.Namespace, pb, ids: list[str]):
@@ -296,7 +241,7 @@ def _quiet_checks(args: argparse.Namespace, pb, ids: list[str]):
     from .core.runbook import Runbook
     from .core.transport.factory import make_factory
 
-    buf = _Printer(False, 6)
+    buf = Printer(False, 6)
     buf.out = io.StringIO()
     rb = Runbook(pb, buf, _runs_dir(args), make_factory(_ssh_settings(args, pb)))
     try:

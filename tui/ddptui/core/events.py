@@ -153,4 +153,16 @@ class PlaybookRevised(Event):
     t: float = field(default_factory=time.time)
 
 
+@dataclass(frozen=True)
+class Allocated(Event):
+    """The run's Slurm allocation: its nodes are the run's nodes from now on (master first)."""
+
+    kind = "allocated"
+    job_id: str
+    nodes: tuple[str, ...]
+    partition: str = ""
+    owned: bool = True  # ddptui asked for it (and releases it at the end unless kept)
+    t: float = field(default_factory=time.time)
+
+
 Sink = Callable[[Event], None]

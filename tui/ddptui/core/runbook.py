@@ -15,21 +15,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .checks.preflight import PreflightResult
-from .checks.stage import check_report, run_checks, verdict
+from .checks.stage import check_report
 from .diagnosis.live import LiveDiagnosis
 from .diagnosis.model import Finding
 from .errors import StepFailed
 from .events import (
-    Event, FindingRaised, NodeOutput, NodeState, Notice, PlaybookRevised, RunFinished, RunStarted, Sink, StepChanged,
+    Event, FindingRaised, NodeOutput, NodeState, Notice, PlaybookRevised, RunFinished, RunStarted, Sink,
+    StepChanged,
 )
 from .fixes import Proposal, write_revision
-from .launch.nodes import NodeRun, connect, fan_out, run_shell
+from .launch.nodes import NodeRun
 from .launch.orchestrator import Orchestrator
 from .launch.plan import NodePlan
 from .launch.summary import record_revisions, run_summary
 from .logs.rundir import RunDir
 from .playbook.model import Playbook, Step
 from .redact import Redactor
+from .runbook_steps import StepHandlers
 from .states import NodeStatus, StepState
 from .transport.base import Transport
 
@@ -44,14 +46,13 @@ class FixOutcome:
     resolved: bool  # ...and none of the fixed findings is active in it
 
 
-class Runbook:
+class Runbook(StepHandlers):
     def __init__(self, playbook: Playbook, sink: Sink, runs_dir: Path, transport_factory: TransportFactory) -> None:
-        self.pb = playbook
         self._sink = sink
         self._runs_dir = Path(runs_dir)
         self._factory = transport_factory
         self.states: dict[str, StepState] = {s.id: StepState.PENDING for s in playbook.steps}
-        self._nodes: dict[str, NodeRun] = {n.name: NodeRun(n) for n in playbook.ordered_nodes()}
+        self.allocation = None  # the Slurm allocation (slurm.alloc.Allocation) of a `transport: slurm` run
         self.run_dir: RunDir | None = None
         self.preflight: PreflightResult | None = None
         self._lock = threading.RLock()
@@ -60,17 +61,23 @@ class Runbook:
         self._started = time.time()
         self.closed = False
         self._noted: set[str] = set()
+        self._bind(playbook)
+        self._steps: dict[str, Callable[[Step], str]] = {
+            "connect": self._connect, "allocate": self._allocate, "check": self._check, "shell": self._shell,
+            "launch-master": self._launch_master, "wait-master": self._wait_master,
+            "launch-workers": lambda step: self.launch.launch_workers(),
+            "watch": lambda step: self.launch.watch(step.timeout),
+        }
+
+    def _bind(self, playbook: Playbook) -> None:
+        """The run's nodes, their diagnosis and launcher; again once a Slurm allocation names the nodes."""
+        self.pb = playbook
+        self._nodes: dict[str, NodeRun] = {n.name: NodeRun(n) for n in playbook.ordered_nodes()} if playbook.nodes else {}
         diagnosis = LiveDiagnosis(len(playbook.nodes), playbook.master, lambda: self._nodes[playbook.master].running,
                                   lambda f: self.emit(FindingRaised.of(f)), playbook.job.rdzv_timeout,
                                   playbook.bandwidth.min_busbw_gbps)
         self.launch = Orchestrator(playbook, self._nodes, self.emit, self._sink, self._ensure_run_dir,
                                    self._set_node, diagnosis)
-        self._steps: dict[str, Callable[[Step], str]] = {
-            "connect": self._connect, "check": self._check, "shell": self._shell,
-            "launch-master": self._launch_master, "wait-master": self._wait_master,
-            "launch-workers": lambda step: self.launch.launch_workers(),
-            "watch": lambda step: self.launch.watch(step.timeout),
-        }
 
     # ---- public API: what the TUI and the CLI may read ----------------------------------------
     @property
@@ -203,50 +210,6 @@ class Runbook:
                 return False
         return True
 
-    # ---- the steps ----------------------------------------------------------------------------------
-    def _connect(self, step: Step) -> str:
-        errors = fan_out(list(self._nodes.values()),
-                         lambda nr: connect(nr, self._factory, self.pb, self._set_node, self._note))
-        if errors:
-            why = "; ".join(f"{n}: {getattr(e, 'reason', e)}" for n, e in errors.items())
-            raise StepFailed(f"{len(errors)} of {len(self._nodes)} nodes unreachable: {why}")
-        return f"{len(self._nodes)} node{'s' if len(self._nodes) != 1 else ''} connected"
-
-    def _note(self, level: str, text: str, node: str) -> None:
-        """What the transports noted while connecting, as notices: once each (nodes share known_hosts)."""
-        with self._lock:
-            if text in self._noted:
-                return
-            self._noted.add(text)
-        self.emit(Notice(level, text, node))
-
-    def _ensure_connected(self) -> None:
-        if any(nr.transport is None for nr in self._nodes.values()):
-            self._connect(Step("connect", "connect", "connect"))
-
-    def _check(self, step: Step) -> str:
-        self._ensure_connected()
-        self.preflight = run_checks(self.pb, self._nodes, self.launch.master_addr(), self.emit)
-        return verdict(self.pb, self._nodes, self.preflight, self.emit)
-
-    def _launch_master(self, step: Step) -> str:
-        self._ensure_connected()
-        if not self.job_running and any(nr.process is not None for nr in self._nodes.values()):
-            self.new_run()  # the job ran in this run directory already: the relaunch gets its own
-        self.launch.fresh_launch()
-        self.launch.plan()
-        m = self.launch.master
-        self.launch.launch(m)
-        return f"torchrun started on {m.name} (pid {m.process.pid})"
-
-    def _wait_master(self, step: Step) -> str:
-        return self.launch.wait_master(step.timeout or self.pb.job.master_wait_timeout)
-
-    def _shell(self, step: Step) -> str:
-        self._ensure_connected()
-        return run_shell(self.pb, step, [self._nodes[n] for n in (step.nodes or self._nodes)],
-                         self._ensure_run_dir, self._sink)
-
     # ---- lifecycle ----------------------------------------------------------------------------------
     def stop_job(self, wait: bool = True) -> None:
         self.launch.stop_job(wait)
@@ -290,6 +253,8 @@ class Runbook:
         for nr in self._nodes.values():
             if nr.transport is not None:
                 nr.transport.close()
+        if self.allocation is not None and self.allocation.release():
+            self.emit(Notice("info", f"released Slurm allocation {self.allocation.job_id}"))
         _finish_run_dir(self)
 
 

@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import DdptuiError
+from ..errors import DdptuiError, UsageError
 
 TERMINAL_STATES = ("BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
                    "PREEMPTED", "REVOKED", "TIMEOUT")
@@ -24,12 +24,17 @@ class SlurmError(DdptuiError):
     """Slurm could not do what was asked; the message says why (Slurm's words included)."""
 
 
-class NoSlurm(SlurmError):
-    """The Slurm commands are not installed here (bad input for a slurm playbook: exit 2)."""
+class SlurmInputError(SlurmError, UsageError):
+    """What the user asked of Slurm cannot be used as given (exit 2): no Slurm here, an unknown
+    partition, a job id Slurm does not know."""
 
 
-class NoSuchJob(SlurmError):
-    """The job id names no job Slurm knows (bad input: exit 2)."""
+class NoSlurm(SlurmInputError):
+    """The Slurm commands are not installed here."""
+
+
+class NoSuchJob(SlurmInputError):
+    """The job id names no job Slurm knows."""
 
 
 def which(tool: str) -> str:

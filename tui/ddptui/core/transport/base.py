@@ -14,9 +14,22 @@ from ..logs.lines import LineSplitter, OnLines, read_loop
 
 GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text(encoding="utf-8")
 _CTL = "\x1eddptui-guard "
-_STARTED = re.compile(r"started pid=(\d+) pgid=(\d+)")
+_STARTED = re.compile(r"started pid=(\d+) pgid=(\d+)(?: step=(\d+\.\d+))?")
 _EXIT = re.compile(r"exit rc=(-?\d+)")
 _DETACHED = re.compile(r"detached log=(.+)")
+# Exported before a remote command runs (env on stdin, never in argv): the node's shell init has
+# run by then, so ours wins.
+ENV_PRELUDE = 'while IFS= read -r kv && [ -n "$kv" ]; do export "$kv"; done; '
+
+
+def env_stdin(env: dict[str, str] | None) -> bytes:
+    """The lines ENV_PRELUDE reads: NAME=value each, then an empty line."""
+    lines = []
+    for k, v in (env or {}).items():
+        if "\n" in v:
+            raise ValueError(f"env {k} contains a newline")
+        lines.append(f"{k}={v}\n")
+    return ("".join(lines) + "\n").encode()
 
 
 
@@ -60,6 +73,7 @@ class RemoteProcess(ABC):
         self.node = node
         self.pid: int | None = None
         self.pgid: int | None = None
+        self.step: str | None = None  # "JOB.STEP" when the guard runs as a Slurm job step
         self.returncode: int | None = None
         self.lost = False  # the connection went away before the exit code came
         self.started = threading.Event()
@@ -112,7 +126,7 @@ class RemoteProcess(ABC):
             return
         msg = line[len(_CTL):]
         if m := _STARTED.match(msg):
-            self.pid, self.pgid = int(m.group(1)), int(m.group(2))
+            self.pid, self.pgid, self.step = int(m.group(1)), int(m.group(2)), m.group(3)
             self.started.set()
         elif m := _EXIT.match(msg):
             self.returncode = int(m.group(1))

@@ -30,6 +30,13 @@ def make_factory(settings: SSHSettings | None = None) -> Callable[[Playbook, str
         spec = next(n for n in pb.nodes if n.name == node)
         if spec.transport == "local":
             return LocalTransport(node)
+        if spec.transport == "slurm":
+            from .slurm import SlurmTransport
+
+            s = pb.slurm
+            if s is None or not s.job:
+                raise ValueError("a slurm node is reached only after the allocate step")
+            return SlurmTransport(node, s.job, pb.ssh.command_timeout, s.gpus_per_node)
         from .ssh import SSHTransport  # paramiko costs ~0.14 s to import: only when needed
 
         return SSHTransport(spec, pb.ssh, settings)

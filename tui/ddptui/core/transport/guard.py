@@ -90,7 +90,10 @@ def main():
         ctl("exit rc=127")
         return 127
     pgid = child.pid
-    ctl("started pid=%d pgid=%d" % (child.pid, pgid))
+    step = ""  # under Slurm: the job step we run in, which ddptui cancels if anything outlives us
+    if os.environ.get("SLURM_JOB_ID") and os.environ.get("SLURM_STEP_ID"):
+        step = " step=%s.%s" % (os.environ["SLURM_JOB_ID"], os.environ["SLURM_STEP_ID"])
+    ctl("started pid=%d pgid=%d%s" % (child.pid, pgid, step))
     grace = float(spec.get("grace", 10))
     stopping = threading.Event()
     detached = threading.Event()

@@ -27,7 +27,9 @@ import paramiko
 
 from ..errors import NodeError
 from ..playbook.model import NodeSpec, SSHOptions
-from .base import GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport
+from .base import (
+    ENV_PRELUDE, GUARD_SOURCE, CommandResult, LaunchSpec, OnLines, RemoteProcess, Transport, env_stdin,
+)
 from .known_hosts import KnownHosts, lookup_name
 from .ssh_auth import authenticate, check_host_key
 from .ssh_config import Target, _load_config, _parse_hop, resolve
@@ -35,8 +37,6 @@ from .ssh_config import Target, _load_config, _parse_hop, resolve
 # paramiko logs handshake failures with tracebacks; we turn them into words ourselves.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
-# Exported before the command runs: the node's shell init has run by then, so ours wins.
-ENV_PRELUDE = 'while IFS= read -r kv && [ -n "$kv" ]; do export "$kv"; done; '
 # Still offered by paramiko 5 and worth refusing, as current OpenSSH does by default.
 DISABLED_ALGORITHMS = {
     "ciphers": ["3des-cbc", "aes128-cbc", "aes192-cbc", "aes256-cbc"],
@@ -220,15 +220,6 @@ class SSHTransport(Transport):
                 time.sleep(wait)
         raise AssertionError("unreachable")
 
-    @staticmethod
-    def _env_stdin(env: dict[str, str] | None) -> bytes:
-        lines = []
-        for k, v in (env or {}).items():
-            if "\n" in v:
-                raise ValueError(f"env {k} contains a newline")
-            lines.append(f"{k}={v}\n")
-        return ("".join(lines) + "\n").encode()
-
     def run(self, argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
             stdin: bytes | None = None, shell: str | None = None) -> CommandResult:
         if shell is not None:
@@ -243,7 +234,7 @@ class SSHTransport(Transport):
             chan = self._session()
             try:
                 chan.exec_command(command)
-                chan.sendall(self._env_stdin(env) + (stdin or b""))
+                chan.sendall(env_stdin(env) + (stdin or b""))
                 chan.shutdown_write()
                 out, err, rc = self._collect(chan, timeout)
             finally:

@@ -1,0 +1,72 @@
+"""Headless output of a run: `node │ line` per line of a node's output, a word per event; or JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+
+
+class Printer:
+    """Headless output: `node │ line`, flushed line by line even into a pipe; or JSON events.
+    With a Redactor, nothing secret is printed: node output is searched for the known values (one
+    search per batch), every other line and event fully."""
+
+    def __init__(self, as_json: bool, width: int, redactor=None) -> None:
+        self.as_json = as_json
+        self.width = width
+        self.redactor = redactor
+        self._lock = threading.Lock()
+        self.out = sys.stdout
+
+    def __call__(self, ev) -> None:
+        from .core import events as E
+
+        r = self.redactor
+        with self._lock:
+            if isinstance(ev, E.NodeOutput):
+                lines = r.lines(list(ev.lines), "output") if r else ev.lines
+                if self.as_json:
+                    for i, text in enumerate(lines):
+                        self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,
+                                            "line": ev.first_line + i, "text": text}), mask=False)
+                else:
+                    pre = f"{ev.node:<{self.width}} │ "
+                    self._w("".join(pre + line + "\n" for line in lines), nl=False, mask=False)
+                return
+            if self.as_json:
+                self._w(json.dumps(r.obj(ev.to_json(), "output") if r else ev.to_json(), default=str), mask=False)
+                return
+            if isinstance(ev, E.StepChanged):
+                mark = {"running": "▶", "passed": "✓", "failed": "✗", "skipped": "·"}.get(ev.state, " ")
+                msg = f" — {ev.message}" if ev.message and ev.state != "running" else (
+                    f" {ev.message}" if ev.message else "")
+                self._w(f"{'ddptui':<{self.width}} │ {mark} {ev.step}: {ev.state}{msg}")
+            elif isinstance(ev, E.NodeState) and ev.state in ("unreachable", "failed", "lost", "running", "exited", "stopped"):
+                self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {ev.state}{' — ' + ev.message if ev.message else ''}")
+            elif isinstance(ev, E.CheckResult) and ev.status != "pass":
+                self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {ev.check} {ev.status}: {ev.summary}")
+            elif isinstance(ev, E.CommandPlanned):
+                self._w(f"{'ddptui':<{self.width}} │   {ev.node} (node_rank {ev.node_rank}): {ev.command}")
+            elif isinstance(ev, E.FindingRaised):
+                f = ev.finding
+                env = " ".join(f"{k}={v}" for k, v in (f.fix.env if f.fix else {}).items())
+                mark = "⚠" if f.active else "✓"
+                self._w(f"{'ddptui':<{self.width}} │ {mark} {f.id} ({f.severity}, {f.state}): {f.summary}"
+                        + (f" — fix: {env}" if env and f.active else ""))
+            elif isinstance(ev, E.PlaybookRevised):
+                self._w(f"{'ddptui':<{self.width}} │ fix for {ev.finding_id} written to {ev.path}; running it")
+            elif isinstance(ev, E.Notice):
+                self._w(f"{'ddptui':<{self.width}} │ {ev.level}: {ev.text}")
+            elif isinstance(ev, E.Allocated):
+                how = "granted" if ev.owned else "joined"
+                self._w(f"{'ddptui':<{self.width}} │   slurm job {ev.job_id} {how}: {', '.join(ev.nodes)}"
+                        + (f" ({ev.partition})" if ev.partition else ""))
+            elif isinstance(ev, E.RunStarted):
+                self._w(f"{'ddptui':<{self.width}} │ run {ev.run_id} → {ev.run_dir}")
+
+    def _w(self, s: str, nl: bool = True, mask: bool = True) -> None:
+        if mask and self.redactor is not None:
+            s = self.redactor.text(s, "output")
+        self.out.write(s + ("\n" if nl else ""))
+        self.out.flush()
