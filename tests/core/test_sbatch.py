@@ -193,6 +193,9 @@ def test_check_finds_nothing_in_our_own_scripts(name: str) -> None:
     ('# ddptui-check: ignore=no-gpu-request\nsrun -K1 -l python -m torch.distributed.run t.py\n', []),
     # a comment or a single-quoted string is not code
     ("#SBATCH --gpus-per-node=2\n# export NCCL_IB_DISABLE=1\necho '$SLURM_NODEID'\n", []),
+    # however srun is started, it is srun
+    ("#SBATCH --gpus-per-node=2\nexec /usr/bin/srun torchrun t.py\n",
+     [(2, "srun-no-kill-on-bad-exit"), (2, "unlabeled-output")]),
     # srun that does not run torchrun (a probe) needs neither -K nor --label
     ("srun hostname\n", []),
 ])
@@ -248,3 +251,9 @@ def test_cli_bad_input_is_one_clear_line_and_exit_2(argv: list[str], words: str,
     assert main([a.format(tmp=tmp_path, bad=bad) for a in argv]) == 2
     cap = capsys.readouterr()
     assert words in cap.err and "Traceback" not in cap.err and cap.out == ""
+
+
+def test_a_token_in_job_args_is_warned_about() -> None:
+    pb = load_playbook(DATA / "c10d.yaml")
+    out = render_sbatch(replace(pb, job=replace(pb.job, args=("--hub-token", SECRET))))
+    assert any("job.args hold a secret-looking value" in w for w in out.warnings)

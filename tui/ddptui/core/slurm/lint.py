@@ -162,6 +162,10 @@ def _commands(lines: list[_Line]) -> list[_Command]:
                 cur = []
             while cur and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", cur[0]):
                 assigns.append(cur.pop(0))
+            while cur and cur[0] in ("exec", "command", "nohup"):  # `exec srun ...` runs srun
+                cur.pop(0)
+            if cur and cur[0].rsplit("/", 1)[-1] == "srun":  # /usr/bin/srun is srun
+                cur[0] = "srun"
             if cur or assigns:
                 cmds.append(_Command(ln, cur, assigns, background=w == "&", in_loop=loops > 0))
             cur = []

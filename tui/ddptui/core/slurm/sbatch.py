@@ -165,6 +165,9 @@ def render_sbatch(pb: Playbook) -> Sbatch:
             lines.append(f'export {k}="${{{k}:?set {k} in the environment you submit from}}"')
         else:
             lines.append(f"export {k}={shlex.quote(v)}")
+    if any(a.strip() in redactor.values or shape_of(a) for a in job.args):
+        warnings.append("job.args hold a secret-looking value, and it is written into the script: pass it "
+                        "through the job's env instead (which the script leaves to the submitting shell)")
     if secret_names:
         warnings.append(f"secret-looking values are not written into the script: {', '.join(secret_names)} "
                         "must be set in the environment you run sbatch from")
