@@ -17,9 +17,10 @@ from . import __version__
 from .cli_bundle import bundle_parsers, cmd_bundle, cmd_diagnose_bundle, cmd_diff, cmd_report
 from .cli_open import cmd_open, open_parser
 from .cli_printer import Printer
+from .cli_sbatch import cmd_sbatch, sbatch_parser
 from .core.errors import DdptuiError, PlaybookError, UsageError
 
-SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix", "bundle", "report", "diff", "open")
+SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix", "bundle", "report", "diff", "open", "sbatch")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -45,8 +46,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "the playbook picker, or PLAYBOOK ready to step through."),
         epilog="commands (headless): validate PLAYBOOK · check PLAYBOOK [--json] · "
                "run PLAYBOOK --headless [--from STEP] [--json] · diagnose FILE... [--json] · "
-               "fix PLAYBOOK [--id ID] [--apply] · open BUNDLE [--headless].  "
-               "`ddptui COMMAND --help` for more.")
+               "fix PLAYBOOK [--id ID] [--apply] · open BUNDLE [--headless] · sbatch PLAYBOOK [-o FILE] · "
+               "sbatch --check FILE.  `ddptui COMMAND --help` for more.")
     top.add_argument("playbook", nargs="?", type=Path, help="a playbook YAML file")
     _common(top)
 
@@ -78,6 +79,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     _common(f)
     bundle_parsers(cmds, _common)
     open_parser(cmds, _common)
+    sbatch_parser(cmds, _common)
     return top, sub
 
 
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             args = sub.parse_args(argv)
             return {"validate": cmd_validate, "check": cmd_check, "run": cmd_run, "diagnose": cmd_diagnose,
                     "fix": cmd_fix, "bundle": cmd_bundle, "report": cmd_report, "diff": cmd_diff,
-                    "open": cmd_open}[args.command](args)
+                    "open": cmd_open, "sbatch": cmd_sbatch}[args.command](args)
         args = top.parse_args(argv)
         return cmd_tui(args)
     except PlaybookError as e:
@@ -255,7 +257,7 @@ def _quiet_checks(args: argparse.Namespace, pb, ids: list[str]):
 
 def cmd_fix(args: argparse.Namespace) -> int:
     """Run the checks; show each fixable finding's diff; with --apply write one revision of them all."""
-    from .core.fixes import NotFixable, propose
+    from .core.fixes import NotFixable, propose, write_revision
     from .core.redact import Redactor
 
     pb = _load(args.playbook)
@@ -288,8 +290,6 @@ def cmd_fix(args: argparse.Namespace) -> int:
     if not args.apply:
         print(f"(not written: add --apply to save this as {_revision_name(pb.path)})")
         return EXIT_OK
-    from .core.fixes import write_revision
-
     print(write_revision(proposal))
     return EXIT_OK
 

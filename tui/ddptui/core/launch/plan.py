@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-
 from pathlib import Path
 
-from ..playbook.model import NodeSpec, Playbook
+from ..playbook.model import Job, NodeSpec, Playbook
 from ..redact import looks_secret, shape_of
 
 
@@ -75,6 +74,33 @@ def workdir_for(pb: Playbook, node: NodeSpec, transport_kind: str) -> str | None
     return cwd
 
 
+def base_env(job: Job) -> dict[str, str]:
+    """What torchrun gets on every node before the playbook's env (which may override it)."""
+    env = {"PYTHONUNBUFFERED": "1", "LOGLEVEL": "INFO"}
+    if job.backend != "auto":
+        env["DDPTUI_BACKEND"] = job.backend
+    return env
+
+
+def torchrun_flags(job: Job, nnodes: int | str, nproc: int, master_addr: str, node_rank: int | str,
+                   rdzv_id: str | None = None) -> list[str]:
+    """torch.distributed.run's options for one node: the one place the rendezvous rules live. `nnodes`,
+    `node_rank` and `rdzv_id` may be shell expansions (`$SLURM_NODEID`) when a batch script renders them."""
+    flags = [f"--nnodes={nnodes}", f"--nproc-per-node={nproc}"]
+    if job.rendezvous == "static":
+        flags += [f"--node-rank={node_rank}", f"--master-addr={master_addr}",
+                  f"--master-port={job.master_port}", f"--rdzv-conf=timeout={job.rdzv_timeout}"]
+    else:
+        flags += ["--rdzv-backend=c10d", f"--rdzv-endpoint={master_addr}:{job.master_port}",
+                  f"--rdzv-id={rdzv_id or job.rdzv_id}",
+                  f"--rdzv-conf=timeout={job.rdzv_timeout},read_timeout={job.rdzv_read_timeout}"]
+    if job.tee:
+        # --tee makes torchrun prefix each line with [default<local_rank>]:, so two ranks'
+        # prints never glue together on one line.
+        flags.append("--tee=3")
+    return flags
+
+
 def plan_launch(pb: Playbook, inputs: LaunchInputs) -> list[NodePlan]:
     """One NodePlan per node, master first; node_rank follows the playbook's node order."""
     job = pb.job
@@ -85,24 +111,10 @@ def plan_launch(pb: Playbook, inputs: LaunchInputs) -> list[NodePlan]:
     for rank, node in enumerate(nodes):
         nproc = pb.nproc_of(node)
         python = inputs.pythons[node.name]
-        argv: list[str] = [python, "-m", "torch.distributed.run", f"--nnodes={nnodes}",
-                           f"--nproc-per-node={nproc}"]
-        if job.rendezvous == "static":
-            argv += [f"--node-rank={rank}", f"--master-addr={inputs.master_addr}",
-                     f"--master-port={job.master_port}", f"--rdzv-conf=timeout={job.rdzv_timeout}"]
-        else:
-            argv += ["--rdzv-backend=c10d", f"--rdzv-endpoint={inputs.master_addr}:{job.master_port}",
-                     f"--rdzv-id={job.rdzv_id}",
-                     f"--rdzv-conf=timeout={job.rdzv_timeout},read_timeout={job.rdzv_read_timeout}"]
-        if job.tee:
-            # --tee makes torchrun prefix each line with [default<local_rank>]:, so two ranks'
-            # prints never glue together on one line.
-            argv.append("--tee=3")
-        argv.append(inputs.scripts[node.name])
-        argv += list(job.args)
-        env = {"PYTHONUNBUFFERED": "1", "LOGLEVEL": "INFO"}
-        if job.backend != "auto":
-            env["DDPTUI_BACKEND"] = job.backend
+        argv = [python, "-m", "torch.distributed.run",
+                *torchrun_flags(job, nnodes, nproc, inputs.master_addr, rank),
+                inputs.scripts[node.name], *job.args]
+        env = base_env(job)
         env.update(env_for(pb, node))
         plans.append(NodePlan(
             node=node.name, role="master" if rank == 0 else "worker", node_rank=rank, nproc=nproc,
