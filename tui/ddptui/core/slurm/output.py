@@ -82,6 +82,10 @@ class OutputSplitter:
             return self._names
         return tuple(f"task{i}" for i in sorted(self.tasks_seen or {0}))
 
+    def use_names(self, nodes: Sequence[str]) -> None:
+        """Name the tasks from now on (another file's header: a job's stderr has none of its own)."""
+        self._names = tuple(nodes)
+
     def name(self, task: int) -> str:
         names = self._names
         return names[task] if task < len(names) else f"task{task}"
