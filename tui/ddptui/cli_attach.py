@@ -82,17 +82,40 @@ def _verdict(printer, att) -> None:
 
 
 def _tui(args: argparse.Namespace, runs_dir) -> int:
-    from .core.slurm import commands
+    """The TUI once the job has nodes (its panes are made from them): while it pends, its state and
+    Slurm's reason are said here, on the terminal."""
+    import time
 
+    from .core.slurm import commands
+    from .core.slurm.attach import Attachment
+
+    said = None
     try:  # bad input is said here, before the screen opens
-        commands.show_job(args.job_id)
+        while True:
+            st = commands.status(args.job_id)
+            if st.nodes or st.terminal:
+                break
+            if (st.state, st.reason) != said:
+                said = (st.state, st.reason)
+                sys.stderr.write(f"ddptui: slurm job {args.job_id}: {st.state}"
+                                 + (f" ({st.reason})" if st.reason else "") + "; waiting for its nodes (Ctrl-C stops "
+                                 "waiting, the job stays queued)\n")
+            time.sleep(2.0)
+        nodes = commands.hostnames(st.nodes) if st.nodes else []
     except (commands.NoSlurm, commands.NoSuchJob) as e:
         raise UsageError(str(e)) from None
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     from .ui.app import DdptuiApp  # textual is imported only for the TUI
 
-    app = DdptuiApp(attach_job=args.job_id, runs_dir=runs_dir)
+    att = Attachment(args.job_id, lambda ev: None, runs_dir)
+    app = DdptuiApp(runs_dir=runs_dir, attach=(att, nodes))
     app.run()
-    if getattr(app, "attach_error", None):
-        sys.stderr.write(f"ddptui: {app.attach_error}\n")
+    if att.run_dir is not None:
+        print(f"slurm job {args.job_id}: what was read is in {att.run_dir.path}")
+    if att.error:
+        sys.stderr.write(f"ddptui: {att.error}\n")
         return 2
-    return app.return_code or 0
+    if att.final is None or not att.final.terminal:
+        return EXIT_INTERRUPTED  # left before the job ended: it goes on
+    return EXIT_OK if att.ok else EXIT_FAIL

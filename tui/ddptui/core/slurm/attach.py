@@ -102,6 +102,7 @@ class Attachment:
     missing_grace: float = MISSING_GRACE
     run_dir: RunDir | None = None
     final: JobStatus | None = None
+    error: str | None = None  # what stopped a run in a thread (the TUI's), in words
     node_states: dict[str, dict] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
 
