@@ -102,6 +102,7 @@ def test_a_healthy_job_followed_as_it_grows(tmp_path: Path) -> None:
     # recorded as a run directory that diagnose reads
     rd = att.run_dir.path
     assert (rd / "node02.log").read_text().splitlines() == lines["node02"]
+    assert "nodes: [node02, node03]" in (rd / "playbook.yaml").read_text()  # named once the job left PENDING
     summary = json.loads((rd / "summary.json").read_text())
     assert summary["slurm"]["state"] == "COMPLETED" and summary["ok"] is True
     assert list(summary["nodes"]) == ["node02", "node03"] and summary["nodes"]["node02"]["role"] == "master"

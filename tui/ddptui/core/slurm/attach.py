@@ -152,7 +152,7 @@ class Attachment:
                                     + (f" ({st.reason})" if st.reason else "")
                                     + (f" on {st.nodes}" if st.nodes else "")))
             if self.run_dir is None and (st.nodes or st.terminal):
-                self._open_run()
+                self._open_run(st)
             got = False
             for src in self.sources:
                 data = src.read()
@@ -165,7 +165,7 @@ class Attachment:
                 elif data:
                     got = True
                     if self.run_dir is None:
-                        self._open_run()
+                        self._open_run(st)
                     self._route(src, src.splitter.feed(data))
             if st.terminal and self.sources[0].fh is not None:  # ended, and its output is here: drain it
                 quiet_after_end = 0 if got else quiet_after_end + 1
@@ -181,7 +181,11 @@ class Attachment:
                 self._route(src, src.splitter.flush())
 
     # ---- what was read ----------------------------------------------------------------------------
-    def _open_run(self) -> None:
+    def _open_run(self, st: JobStatus) -> None:
+        if st.nodes and not self.sources[0].splitter.header and self.sources[0].splitter.nodes[0] == "task0":
+            names = self.expand(st.nodes)  # the job was pending when attached: its nodes are known now
+            for src in self.sources:
+                src.splitter.use_names(names)
         names = list(self.sources[0].splitter.nodes) or ["task0"]
         text = stand_in_playbook(self.job_id, names, self.sources[0].path)
         self.run_dir = RunDir(self.runs_dir, f"slurm-{self.job_id}", text)
@@ -262,4 +266,5 @@ def stand_in_playbook(job_id: str, nodes: list[str], out: Path) -> str:
             f"nodes: [{', '.join(nodes)}]\n"
             f"master: {nodes[0]}\n"
             "job:\n"
-            f"  script: slurm-batch-job-{job_id}\n")
+            f"  script: slurm-batch-job-{job_id}\n"
+            "steps:\n  - {id: watch, kind: watch}\n")

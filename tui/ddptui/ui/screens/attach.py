@@ -57,7 +57,7 @@ class AttachScreen(PlaybookScreen):
 
     def __init__(self, attachment: Attachment, nodes: list[str], runs_dir: Path) -> None:
         nodes = nodes or ["task0"]
-        text = stand_in_playbook(attachment.job_id, nodes, Path("slurm.out")) + "steps:\n  - {id: watch, kind: watch}\n"
+        text = stand_in_playbook(attachment.job_id, nodes, Path("slurm.out"))
         super().__init__(parse_playbook(text, f"slurm-{attachment.job_id}.yaml", check_files=False), runs_dir, _no_cluster)
         self.bridge = _PanedBridge(PANE_MAX_LINES, set(nodes))
         self.attachment = attachment
