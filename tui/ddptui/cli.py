@@ -1,7 +1,6 @@
 """The command line: `ddptui [PLAYBOOK]` starts the TUI; the subcommands work headless.
 
-Errors become words here, in one place: bad input exits 2 with `path:line:col: message`, never a
-traceback.
+Errors become words here, in one place: bad input exits 2 with `path:line:col: message`, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,12 +14,14 @@ from pathlib import Path
 
 from . import __version__
 from .cli_bundle import bundle_parsers, cmd_bundle, cmd_diagnose_bundle, cmd_diff, cmd_report
+from .cli_attach import attach_parser, cmd_attach
 from .cli_open import cmd_open, open_parser
 from .cli_printer import Printer
 from .cli_sbatch import cmd_sbatch, sbatch_parser
 from .core.errors import DdptuiError, PlaybookError, UsageError
 
-SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix", "bundle", "report", "diff", "open", "sbatch")
+SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix", "bundle", "report", "diff", "open", "sbatch",
+               "attach")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -47,7 +48,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         epilog="commands (headless): validate PLAYBOOK · check PLAYBOOK [--json] · "
                "run PLAYBOOK --headless [--from STEP] [--json] · diagnose FILE... [--json] · "
                "fix PLAYBOOK [--id ID] [--apply] · open BUNDLE [--headless] · sbatch PLAYBOOK [-o FILE] · "
-               "sbatch --check FILE.  `ddptui COMMAND --help` for more.")
+               "sbatch --check FILE · attach JOBID [--headless].  `ddptui COMMAND --help` for more.")
     top.add_argument("playbook", nargs="?", type=Path, help="a playbook YAML file")
     _common(top)
 
@@ -77,9 +78,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     f.add_argument("--id", metavar="ID", help="only this diagnosis id (e.g. bad-socket-ifname)")
     f.add_argument("--apply", action="store_true", help="write the fixed playbook as PLAYBOOK.revN.yaml, print its path")
     _common(f)
-    bundle_parsers(cmds, _common)
-    open_parser(cmds, _common)
-    sbatch_parser(cmds, _common)
+    for add_parsers in (bundle_parsers, open_parser, sbatch_parser, attach_parser):
+        add_parsers(cmds, _common)
     return top, sub
 
 
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             args = sub.parse_args(argv)
             return {"validate": cmd_validate, "check": cmd_check, "run": cmd_run, "diagnose": cmd_diagnose,
                     "fix": cmd_fix, "bundle": cmd_bundle, "report": cmd_report, "diff": cmd_diff,
-                    "open": cmd_open, "sbatch": cmd_sbatch}[args.command](args)
+                    "open": cmd_open, "sbatch": cmd_sbatch, "attach": cmd_attach}[args.command](args)
         args = top.parse_args(argv)
         return cmd_tui(args)
     except PlaybookError as e:

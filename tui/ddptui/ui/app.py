@@ -23,6 +23,7 @@ from .screens.picker import PickerScreen
 # (ruamel, yaml) are imported where they are first used (bench/startup.py measures it).
 if TYPE_CHECKING:
     from ..core.bundle.read import Bundle
+    from ..core.slurm.attach import Attachment
     from .screens.playbook import PlaybookScreen
 
 T = TypeVar("T")
@@ -45,7 +46,7 @@ class DdptuiApp(App):
     def __init__(self, playbook: Path | None = None, runs_dir: Path | None = None,
                  ssh_settings: SSHSettings | None = None, start_step: str | None = None,
                  search_dirs: list[tuple[str, Path]] | None = None, run_all: bool = False,
-                 bundle: Bundle | None = None) -> None:
+                 bundle: Bundle | None = None, attach: tuple[Attachment, list[str]] | None = None) -> None:
         super().__init__()
         self.playbook_path = playbook
         self.runs_dir = runs_dir or Path("runs")
@@ -56,11 +57,16 @@ class DdptuiApp(App):
         self.search_dirs = search_dirs
         self.run_all = run_all
         self.bundle = bundle  # a recorded run to show read-only (`ddptui open`), instead of a playbook
+        self.attach = attach  # a Slurm job to follow read-only (`ddptui attach`): its attachment and nodes
         self.left_running: dict[str, dict] = {}  # node -> {pid, pgid, log}, printed after the TUI closes
 
     def on_mount(self) -> None:
         if self.bundle is not None:
             self.open_bundle(self.bundle)
+        elif self.attach is not None:
+            from .screens.attach import AttachScreen
+
+            self.push_screen(AttachScreen(*self.attach, self.runs_dir))
         elif self.playbook_path is not None:
             self.open_playbook(self.playbook_path, start_step=self.start_step, run_all=self.run_all)
         else:

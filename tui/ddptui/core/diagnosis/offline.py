@@ -5,6 +5,10 @@ engine as the live run did) and the findings of what no log shows (the checks, t
 observations such as master-not-started); those are kept unless the logs gave the same id. Its
 playbook gives the node count and `bandwidth.min_busbw_gbps` (slow-interconnect). A run made by
 `check` has no node logs: its findings are the checks'.
+
+A log file given by itself that is a Slurm batch job's `srun --label` output (the `ddptui: slurm job`
+header, or most lines labeled) is the logs of all its nodes: it is split per node (slurm/output.py)
+and diagnosed as if each node's log had been given, line numbers counted in each node's own lines.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 from pathlib import Path
 
 from ..errors import DdptuiError
+from ..slurm.output import OutputSplitter, looks_labeled, split_file
 from .engine import Engine
 from .model import Finding
 
@@ -65,6 +70,22 @@ def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None, f
     return logs, nnodes, min_busbw
 
 
+def _feed_labeled(engine: Engine, path: Path) -> None:
+    """A `srun --label` output split per node (slurm/output.py); each node's lines numbered 1, 2, ...
+    in its own split log, as `ddptui attach` records them."""
+    sp = OutputSplitter()
+    counts: dict[str, int] = {}
+    try:
+        for batch in split_file(path, splitter=sp):
+            if engine.expected_nnodes is None and sp.header is not None:
+                engine.expected_nnodes = len(sp.header.nodes)
+            for node, lines in batch.items():
+                engine.feed(node, lines, counts.get(node, 0) + 1)
+                counts[node] = counts.get(node, 0) + len(lines)
+    except OSError as e:
+        raise DiagnoseInputError(f"{path}: cannot read: {e.strerror}") from None
+
+
 def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding]:
     logs, found_nnodes, min_busbw = _node_logs(paths)
     engine = Engine(expected_nnodes=nnodes or found_nnodes, min_busbw_gbps=min_busbw)
@@ -74,6 +95,9 @@ def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding
             if d.get("state") == "failed" and isinstance(d.get("exit_code"), int) and d["exit_code"] != 0:
                 engine.node_exited(node, d["exit_code"])
     for node, path in logs:
+        if path in paths and looks_labeled(path):  # one Slurm batch output: the logs of its nodes
+            _feed_labeled(engine, path)
+            continue
         try:
             with open(path, encoding="utf-8", errors="replace") as f:  # text mode: \r\n and \r end lines, as before
                 tail = ""
