@@ -48,6 +48,32 @@ def cluster():
         down(cl)
 
 
+@pytest.fixture(scope="session")
+def slurm_cluster(cluster: Cluster):
+    """Real Slurm on node02..node04 (tests/cluster/slurm.py), up once per session."""
+    from tests.cluster import slurm as real_slurm
+
+    why = real_slurm.missing_requirements()
+    if why:
+        pytest.skip(why)
+    sc = real_slurm.up(cluster, NODES)
+    try:
+        yield sc
+    finally:
+        real_slurm.down(sc)
+
+
+@pytest.fixture
+def slurm(slurm_cluster, monkeypatch: pytest.MonkeyPatch):
+    """The Slurm cluster with SLURM_CONF set for ddptui and the client commands, and an empty queue
+    before and after the test (a test that leaves a job behind fails its own assertions first)."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    slurm_cluster.cancel_all()
+    yield slurm_cluster
+    slurm_cluster.cancel_all()
+
+
 @pytest.fixture
 def ssh_env(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A HOME with nothing in ~/.ssh and no agent: only the cluster's ssh_config counts."""

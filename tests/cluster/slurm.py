@@ -103,9 +103,17 @@ class SlurmCluster:
     def steps(self) -> list[str]:
         return self.cmd("squeue", "-h", "-s", "-o", "%i").stdout.split()
 
-    def submit(self, script: str, cwd: Path) -> str:
-        """sbatch a script (its text) from cwd; the job id."""
-        path = cwd / "job.sbatch"
+    @property
+    def workdir(self) -> Path:
+        """Where batch jobs run and write their output (the nodes share this machine's disk)."""
+        d = self.root / "work"
+        d.mkdir(exist_ok=True)
+        return d
+
+    def submit(self, script: str, cwd: Path | None = None) -> str:
+        """sbatch a script (its text) from cwd (default: workdir); the job id."""
+        cwd = cwd or self.workdir
+        path = cwd / f"job-{time.monotonic_ns()}.sbatch"
         path.write_text(script)
         return self.cmd("sbatch", "--parsable", str(path), cwd=cwd).stdout.strip().split(";")[0]
 

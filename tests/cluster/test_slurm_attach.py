@@ -1,10 +1,7 @@
 """`ddptui attach JOBID` against the real Slurm of the namespace cluster (tests/cluster/slurm.py:
 munged, slurmctld, slurmd on node02..node04): jobs submitted with the real sbatch, followed by the
-real scontrol. Skipped until that fixture exists.
-
-Fixture API relied on: `slurm.submit(script_text) -> job_id` (sbatch); optionally `slurm.env` (the
-environment that reaches the cluster: SLURM_CONF, PATH) and `slurm.workdir` (a folder the login node
-and the nodes share, where the job's output is written).
+real scontrol. The `slurm` fixture (conftest.py): `slurm.submit(script_text) -> job_id` (sbatch),
+`slurm.env` (SLURM_CONF) and `slurm.workdir` (where the job's output is written).
 """
 
 from __future__ import annotations
@@ -15,12 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-try:
-    from tests.cluster.slurm import slurm  # noqa: F401 (the fixture, by import)
-except ImportError:
-    pytestmark = pytest.mark.skip("tests/cluster/slurm.py (the Slurm cluster fixture) is not there yet")
 
 HEADER = ('hosts=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd, -)\n'
           'echo "ddptui: slurm job $SLURM_JOB_ID nodes $hosts master ${hosts%%,*}"\n')
@@ -57,7 +48,7 @@ def test_a_completed_job_is_followed_per_node(slurm, tmp_path: Path) -> None:
     assert len(lines) == 2
     for node, got in lines.items():
         assert [x for x in got if x.startswith("line ")] == [f"line {i} on {node}" for i in (1, 2, 3)]
-    assert "batch done" in next(iter(lines.values()))  # the batch shell: the first node's
+    assert "batch done" in lines[sorted(lines)[0]]  # the batch shell runs on the allocation's first node
     run_dir = Path(next(ev["run_dir"] for ev in events if ev["event"] == "run-started"))
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["slurm"]["state"].startswith("COMPLETED") and summary["ok"]

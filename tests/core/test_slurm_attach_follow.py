@@ -72,14 +72,14 @@ def attachment(job: Job, tmp_path: Path, sink) -> Attachment:
 
 
 def test_a_healthy_job_followed_as_it_grows(tmp_path: Path) -> None:
-    from ddptui.cli import _Printer
+    from ddptui.cli_printer import Printer
 
     job = Job(tmp_path / "slurm-77.out")
     lines = {"node02": [f"master line {i}" for i in range(300)], "node03": [f"worker line {i}" for i in range(300)]}
     text = HEAD + "".join(f"0: {a}\n1: {b}\n" for a, b in zip(lines["node02"], lines["node03"]))
     text += "0: last line without newline"
     events: list[E.Event] = []
-    printer = _Printer(False, 6)
+    printer = Printer(False, 6)
     printer.out = io.StringIO()
 
     def sink(ev: E.Event) -> None:

@@ -40,13 +40,14 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def _headless(args: argparse.Namespace, runs_dir) -> int:
-    from .cli import _Printer, _raise_interrupt
+    from .cli import _raise_interrupt
+    from .cli_printer import Printer
     from .core import events as E
     from .core.slurm.attach import Attachment
     from .core.slurm.commands import NoSlurm, NoSuchJob
     from .core.slurm.attach import OutputUnreadable
 
-    printer = _Printer(args.json, 6)
+    printer = Printer(args.json, 6)
 
     def sink(ev: E.Event) -> None:
         if isinstance(ev, E.RunStarted):

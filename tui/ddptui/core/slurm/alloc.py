@@ -22,6 +22,19 @@ from .commands import JobStatus, SlurmError, SlurmInputError
 
 _JOB_ID = re.compile(r"(?:Pending|Granted) job allocation (\d+)|job (\d+) queued")
 POLL = 1.0  # seconds between squeue looks while pending
+# Pending reasons that waiting does not change (squeue(1) "JOB REASON CODES"): the request itself
+# cannot be met as asked, so it is withdrawn at once instead of at pending_timeout.
+NEVER = {
+    "PartitionNodeLimit": "the partition cannot give that many nodes to one job",
+    "PartitionTimeLimit": "the time asked for is over the partition's limit",
+    "BadConstraints": "no node has the features asked for (slurm.constraint)",
+    "InvalidAccount": "the account is not valid here (slurm.account)",
+    "InvalidQOS": "the QOS is not valid here (slurm.qos)",
+    "QOSMaxNodePerJobLimit": "the QOS allows fewer nodes per job",
+    "AssocMaxNodesPerJobLimit": "your association allows fewer nodes per job",
+    "QOSMaxWallDurationPerJobLimit": "the QOS allows less time per job",
+    "AssocMaxWallDurationPerJobLimit": "your association allows less time per job",
+}
 
 
 @dataclass
@@ -142,7 +155,11 @@ def _request(pb: Playbook, s: SlurmOptions, on_status: Callable[[JobStatus, floa
                 raise StepFailed(f"job {job.get('id', '?')} still {st.state if st else 'PENDING'}{why} after "
                                  f"{s.pending_timeout:g} s (slurm.pending_timeout); cancelled it: nothing is left queued")
             if "id" in job:
-                on_status(commands.status(job["id"]), waited)
+                st = commands.status(job["id"])
+                on_status(st, waited)
+                if st.reason in NEVER:
+                    raise StepFailed(f"Slurm will not grant job {job['id']} as asked: {st.reason} ({NEVER[st.reason]})"
+                                     f"{_salloc_said(said)}; cancelled it: nothing is left queued")
             known.wait(POLL) if "id" not in job else time.sleep(POLL)
     except BaseException:
         _withdraw(p, job.get("id"))
@@ -154,6 +171,11 @@ def _request(pb: Playbook, s: SlurmOptions, on_status: Callable[[JobStatus, floa
     alloc = Allocation(job["id"], commands.hostnames(st.nodes), owned=True, keep=s.keep, partition=st.partition)
     on_status(st, time.monotonic() - t0)
     return alloc
+
+
+def _salloc_said(said: list[str]) -> str:
+    words = [re.sub(r"^salloc: (error: )?", "", s) for s in said if s and not _JOB_ID.search(s)]
+    return f" — salloc: {'; '.join(words)}" if words else ""
 
 
 def _withdraw(p: subprocess.Popen, job_id: str | None) -> None:
