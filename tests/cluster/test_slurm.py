@@ -214,3 +214,43 @@ def test_bad_input_is_one_line_and_exit_2(slurm: SlurmCluster, tmp_path: Path, r
         assert words in r.stderr and "Traceback" not in r.stderr, (what, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, (what, r.stderr)
     assert slurm.jobs() == []
+
+
+@pytest.mark.parametrize("rendezvous", ["static", "c10d"])
+def test_a_script_from_ddptui_sbatch_runs_under_the_real_sbatch(slurm: SlurmCluster, cluster: Cluster,
+                                                                tmp_path: Path, rendezvous: str) -> None:
+    pb = slurm_playbook(tmp_path, port=29573, name=f"batch-{rendezvous}")
+    pb.write_text(pb.read_text().replace("  backend: gloo\n", f"  backend: gloo\n  rendezvous: {rendezvous}\n"))
+    script = tmp_path / "job.sbatch"
+    w = ddptui("sbatch", str(pb), "-o", str(script), timeout=60)
+    assert w.returncode == 0, w.stdout + w.stderr
+    job = slurm.submit(script.read_text())
+    state = slurm.wait_state(job, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"), timeout=180)
+    out = next(slurm.workdir.glob(f"ddptui-*-{job}.out"))
+    text = out.read_text()
+    assert state == "COMPLETED", text[-3000:]
+    assert f"ddptui: slurm job {job} nodes node02,node03,node04 master node02:29573" in text
+    # every rank's result line, each on its own node (srun's --label maps back to the node)
+    d = ddptui("diagnose", str(out), "--json", timeout=60)
+    assert d.returncode == 0, d.stdout + d.stderr  # nothing loud
+    assert not [f for f in json.loads(d.stdout)["findings"] if f["severity"] in ("error", "warning")]
+    ranks = sorted(r["rank"] for r in (parse_result_line(x.partition(": ")[2]) for x in text.splitlines()) if r)
+    assert ranks == list(range(6))
+    assert_nothing_left(slurm, cluster)
+
+
+HOSTLISTS = [
+    "node[02-04,07]", "gpu-[1-3]-x[01-02]", "n[1-3],m[8-10]",
+    "node[001-010]", "a[9-11]", "rack[1-2]-node[01-03]", "node02", "node02,node03", "h[7,3,5]",
+    "big[098-102]", "n[00-03,10]", "s[1-1]", "login,cn[1-2],gpu[10-11]",
+]  # Slurm 22.05 refuses text after a bracket (`x[0-2]y`), which ours (like ClusterShell) expands
+
+
+def test_hostlists_expand_as_slurm_does(slurm: SlurmCluster) -> None:
+    """Our own expander (core/hostlist.py) against `scontrol show hostnames`, Slurm's own, on the
+    expressions users write (ranges, lists, zero padding, several brackets, suffixes)."""
+    from ddptui.core.hostlist import expand_hostlist
+
+    for expr in HOSTLISTS:
+        theirs = slurm.cmd("scontrol", "show", "hostnames", expr).stdout.split()
+        assert expand_hostlist(expr) == theirs, expr
