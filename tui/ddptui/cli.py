@@ -328,12 +328,24 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return EXIT_FAIL if active_errors else EXIT_OK
 
 
+def _check_slurm_input(path: Path | None) -> None:
+    """A slurm playbook's bad input (no Slurm here, unknown partition or job) exits 2 before the TUI."""
+    try:
+        pb = _load(path) if path is not None else None
+    except PlaybookError:
+        return  # the TUI shows the playbook's problems itself
+    if pb is not None and pb.on_slurm:
+        from .core.slurm.alloc import check_request
+        check_request(pb)
+
+
 def cmd_tui(args: argparse.Namespace) -> int:
     settings = _ssh_settings(args)
     runs_dir = _runs_dir(args)
     playbook = getattr(args, "playbook", None)
     if playbook is not None and not playbook.exists():
         raise UsageError(f"{playbook}: no such playbook file")
+    _check_slurm_input(playbook)
     from .ui.app import DdptuiApp  # textual is imported only for the TUI
 
     app = DdptuiApp(playbook=playbook, runs_dir=runs_dir, ssh_settings=settings,

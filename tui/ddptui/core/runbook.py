@@ -72,7 +72,7 @@ class Runbook(StepHandlers):
     def _bind(self, playbook: Playbook) -> None:
         """The run's nodes, their diagnosis and launcher; again once a Slurm allocation names the nodes."""
         self.pb = playbook
-        self._nodes: dict[str, NodeRun] = {n.name: NodeRun(n) for n in playbook.ordered_nodes()} if playbook.nodes else {}
+        self._nodes: dict[str, NodeRun] = {n.name: NodeRun(n) for n in playbook.ordered_nodes()}
         diagnosis = LiveDiagnosis(len(playbook.nodes), playbook.master, lambda: self._nodes[playbook.master].running,
                                   lambda f: self.emit(FindingRaised.of(f)), playbook.job.rdzv_timeout,
                                   playbook.bandwidth.min_busbw_gbps)

@@ -138,8 +138,9 @@ class Playbook:
         return tuple(n for n in self.nodes if n.name != self.master)
 
     def ordered_nodes(self) -> tuple[NodeSpec, ...]:
-        """Master first, then the workers in playbook order: node_rank follows this order."""
-        return (self.master_node, *self.workers)
+        """Master first, then the workers in playbook order: node_rank follows this order. Empty for
+        a slurm playbook that names no nodes, until its allocation does."""
+        return (self.master_node, *self.workers) if self.nodes else ()
 
     def nproc_of(self, node: NodeSpec) -> int:
         return node.nproc_per_node or self.job.nproc_per_node

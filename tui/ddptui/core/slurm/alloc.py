@@ -8,6 +8,7 @@ the playbook says `keep: true`; one the user brought is never released by ddptui
 
 from __future__ import annotations
 
+import atexit
 import re
 import subprocess
 import threading
@@ -45,6 +46,10 @@ class Allocation:
     keep: bool = False
     partition: str = ""
     released: bool = False
+
+    def __post_init__(self) -> None:
+        if self.owned and not self.keep:  # whatever way ddptui ends (short of SIGKILL), nothing stays queued
+            atexit.register(self.release)
 
     def release(self) -> bool:
         """scancel the allocation when it is ours to release; True when it was released now."""

@@ -22,6 +22,7 @@ from ...core.diagnosis.model import Finding
 from ...core.logs.classify import filter_cycle
 from ...core.playbook.model import Playbook
 from ...core.states import NodeStatus, StepState
+from ..bridge import Drained
 from ..widgets.checks import ChecksTab
 from ..widgets.findings import FindingsTab
 from ..widgets.pane_grid import PaneGrid
@@ -68,6 +69,7 @@ class PlaybookScreen(FixActions, StepThroughScreen):
         self.clock = time.time  # "now" for the panes (a replay's moment, for a recorded run)
         self.fixed: list[str] = []
         self.run_id: str | None = None  # the run (directory) the panes show
+        self._held: Drained | None = None  # what came after a Slurm allocation, until its panes are mounted
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -134,14 +136,19 @@ class PlaybookScreen(FixActions, StepThroughScreen):
 
     # ---- the bridge: core events -> widgets, once per frame --------------------------------
     def _drain(self) -> None:
+        if self._held is not None:  # panes for the allocation's nodes are being mounted
+            return
         self._drain_batch()
-        while self.bridge.pending:
+        while self.bridge.pending and self._held is None:
             self._drain_batch()
 
-    def _drain_batch(self) -> None:
-        d = self.bridge.drain()  # its events all came before its lines
-        for ev in d.events:
+    def _drain_batch(self, held: Drained | None = None) -> None:
+        d = held or self.bridge.drain()  # its events all came before its lines
+        for i, ev in enumerate(d.events):
             self._apply(ev)
+            if isinstance(ev, E.Allocated) and self._held is not None:  # the rest waits for the new panes
+                self._held = Drained(d.lines, d.counts, d.events[i + 1:], d.merged)
+                return
         if d.events:
             self.refresh_bindings()  # a job started or ended, a finding or a command came: other keys apply
         self.pane_grid.write(d.lines, d.counts)
@@ -186,6 +193,8 @@ class PlaybookScreen(FixActions, StepThroughScreen):
             self.query_one(ChecksTab).matrix.set_result(ev)
         elif isinstance(ev, E.FindingRaised):
             self.query_one(FindingsTab).add(ev.finding)
+        elif isinstance(ev, E.Allocated):
+            self._allocated(ev)
         elif isinstance(ev, E.RunStarted):
             if self.run_id is not None and ev.run_id != self.run_id:  # a fresh launch: a run of its own
                 self._new_run_view()
@@ -195,6 +204,23 @@ class PlaybookScreen(FixActions, StepThroughScreen):
             self.query_one(ResultsTab).from_summary(ev.summary)
         elif isinstance(ev, E.Notice):
             self.notify(ev.text, severity="warning" if ev.level != "error" else "error")
+
+    def _allocated(self, ev: E.Allocated) -> None:
+        """The Slurm allocation named the nodes: the run's nodes, panes and checks rows are its."""
+        self.pb = self.runbook.pb
+        self.query_one(StepsPanel).show_title(self.pb)
+        how = "granted" if ev.owned else "joined"
+        self._status(Text(f"slurm job {ev.job_id} {how}: {', '.join(ev.nodes)}", style="dim"))
+        if list(self.pane_grid.roles) != list(ev.nodes):
+            self.query_one(ChecksTab).matrix.set_nodes(list(ev.nodes))
+            self._held = Drained()
+            self.run_worker(self._mount_panes(), exclusive=False)
+
+    async def _mount_panes(self) -> None:
+        await self.pane_grid.set_nodes(self.pb)
+        held, self._held = self._held, None
+        if held is not None:
+            self._drain_batch(held)
 
     def _new_run_view(self) -> None:
         """Panes, merged log and results empty for the next run (the last one's are in its directory)."""

@@ -32,6 +32,14 @@ class CheckMatrix(DataTable):
         for n in self.nodes:
             self.add_row(Text(n, style="bold"), *[Text("·", style="dim") for _ in CHECK_COLUMNS], key=n)
 
+    def set_nodes(self, nodes: list[str]) -> None:
+        """The rows of another node list (a Slurm allocation names the nodes once it is granted)."""
+        self.nodes = list(nodes)
+        self.results.clear()
+        DataTable.clear(self, columns=False)  # the rows go; our own clear() only blanks the cells
+        for n in self.nodes:
+            self.add_row(Text(n, style="bold"), *[Text("·", style="dim") for _ in CHECK_COLUMNS], key=n)
+
     def reset(self) -> None:
         self.results.clear()
         for n in self.nodes:

@@ -23,26 +23,42 @@ class PaneGrid(TabPane):
     def __init__(self, title: str, playbook: Playbook, clock: Callable[[], float] = time.time, **kw) -> None:
         super().__init__(title, **kw)
         self.clock = clock  # what "now" is for the panes' elapsed time
-        self.master = playbook.master
-        self.roles = {n.name: "master" if n.name == playbook.master else "worker" for n in playbook.ordered_nodes()}
-        self.open_pane = playbook.master
+        self._take(playbook)
         self.filter = "all"
         self._find_pane: NodePane | None = None
         self._find_at = -1
 
+    def _take(self, playbook: Playbook) -> None:
+        self.master = playbook.master
+        self.roles = {n.name: "master" if n.name == playbook.master else "worker"
+                      for n in playbook.ordered_nodes()}
+        self.open_pane = playbook.master
+
     def compose(self) -> ComposeResult:
-        panes = VerticalScroll(id="panes") if self.many_nodes else Grid(id="panes")
-        with panes:
-            for node, role in self.roles.items():
-                pane = NodePane(node, role, PANE_MAX_LINES, id=f"pane-{css_id(node)}")
-                pane.clock = self.clock
-                yield pane
+        yield self._panes()
+
+    def _panes(self) -> Grid | VerticalScroll:
+        panes = [NodePane(node, role, PANE_MAX_LINES, id=f"pane-{css_id(node)}") for node, role in self.roles.items()]
+        for pane in panes:
+            pane.clock = self.clock
+        return (VerticalScroll if self.many_nodes else Grid)(*panes, id="panes")
 
     def on_mount(self) -> None:
+        self._layout()
+
+    def _layout(self) -> None:
         if self.many_nodes:
             self.open(self.master)
         else:
             self.query_one(Grid).styles.grid_size_columns = 1 if len(self.roles) == 1 else 2
+
+    async def set_nodes(self, playbook: Playbook) -> None:
+        """Panes for another node list: a Slurm allocation names the nodes once it is granted."""
+        self._take(playbook)
+        self._find_pane, self._find_at = None, -1
+        await self.query_one("#panes").remove()
+        await self.mount(self._panes())
+        self._layout()
 
     @property
     def many_nodes(self) -> bool:

@@ -75,6 +75,11 @@ class StepsPanel(Vertical):
     def table(self) -> StepTable:
         return self.query_one(StepTable)
 
+    def show_title(self, pb: Playbook) -> None:
+        """The same run on a resolved playbook (a Slurm allocation named its nodes)."""
+        self.pb = pb
+        self.query_one("#pb-title", Static).update(playbook_title(pb))
+
     def show_playbook(self, pb: Playbook) -> None:
         """A new revision of the playbook (same steps): its title, every step pending again."""
         self.pb = pb
@@ -111,6 +116,14 @@ def playbook_title(pb: Playbook) -> Text:
     t = Text.assemble((pb.name, "bold"), "  ", (pb.description, "dim"))
     if pb.path is not None and ".rev" in pb.path.name:
         t.append(f"  [{pb.path.name}]", style="yellow")
-    t.append(f"\n{len(pb.nodes)} node{'s' if len(pb.nodes) != 1 else ''} · master {pb.master} · "
-             f"{pb.job.nproc_per_node} proc/node · {pb.job.backend} · {pb.job.script}", style="dim")
+    n = len(pb.nodes)
+    if n:
+        where = f"{n} node{'s' if n != 1 else ''} · master {pb.master}"
+        if pb.on_slurm and pb.slurm is not None and pb.slurm.job:
+            where += f" · slurm job {pb.slurm.job}"
+    else:
+        from ...core.slurm.alloc import describe_request
+
+        where = describe_request(pb)
+    t.append(f"\n{where} · {pb.job.nproc_per_node} proc/node · {pb.job.backend} · {pb.job.script}", style="dim")
     return t
