@@ -106,7 +106,8 @@ def test_more_nodes_than_exist_is_refused_with_slurms_reason(slurm: SlurmCluster
                timeout=60)
     assert r.returncode == 1, r.stdout + r.stderr
     # Slurm 22.05 queues it with a reason waiting cannot change: withdrawn at once, not at pending_timeout (20 s)
-    assert "Slurm will not grant job" in r.stdout and "PartitionNodeLimit" in r.stdout, r.stdout
+    assert "Slurm will not grant job" in r.stdout, r.stdout
+    assert "PartitionConfig" in r.stdout or "PartitionNodeLimit" in r.stdout, r.stdout  # Slurm's reason
     assert "cancelled it: nothing is left queued" in r.stdout
     assert time.monotonic() - t0 < 20
     assert "Traceback" not in r.stdout + r.stderr
@@ -254,3 +255,25 @@ def test_hostlists_expand_as_slurm_does(slurm: SlurmCluster) -> None:
     for expr in HOSTLISTS:
         theirs = slurm.cmd("scontrol", "show", "hostnames", expr).stdout.split()
         assert expand_hostlist(expr) == theirs, expr
+
+
+def test_check_shows_the_allocation_and_names_gpus_short(slurm: SlurmCluster, cluster: Cluster, tmp_path: Path,
+                                                        runs_dir: Path) -> None:
+    """The allocation's own facts in check --json; a held allocation with no GPUs, for a playbook that
+    needs 2 per node, is named before anything launches (gpu-count-short, with scontrol's line)."""
+    job = hold_nodes(slurm)
+    pb = slurm_playbook(tmp_path, slurm=f"  job: {job}\n  gpus_per_node: 2\n")
+    pb.write_text(pb.read_text().replace("  partition: debug\n", ""))
+    r = ddptui("check", str(pb), "--json", "--runs-dir", str(runs_dir))
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr
+    report = json.loads(r.stdout)
+    for node in report["nodes"]:
+        s = node["facts"]["slurm"]
+        assert s["job_id"] == job and s["cpus"] == 2 and s["gpus"] == 0  # --exclusive: both CPUs of the node
+        assert s["step_env"]["SLURM_JOB_ID"] == job and s["step_env"]["SLURM_STEP_NODELIST"] == node["name"]
+        row = next(c for c in node["checks"] if c["id"] == "slurm")
+        assert row["status"] == "fail" and row["summary"] == f"job {job}: 2 CPUs, 0 GPUs granted"
+    short = next(f for f in report["findings"] if f["id"] == "gpu-count-short")
+    assert sorted(short["nodes"]) == NODES and "Slurm granted 0 GPUs, nproc_per_node is 2" in short["summary"]
+    assert short["evidence"][0]["text"].startswith("Nodes=node[02-04] CPU_IDs=0-1")
+    assert_nothing_left(slurm, cluster, keep=(job,))

@@ -287,6 +287,7 @@ class NodeFacts:
     nccl_interface: str | None = None
     gloo_interface: str | None = None
     port_listening: str | None = None
+    slurm: dict | None = None  # transport: slurm — the allocation on this node (checks/allocation.py)
     evidence: dict[str, tuple[str, str]] = field(default_factory=dict)  # section -> (command, output)
 
     def to_json(self) -> dict:
@@ -298,4 +299,5 @@ class NodeFacts:
             "transport_reason": self.transport_reason, "nccl_interface": self.nccl_interface,
             "gloo_interface": self.gloo_interface, "shm_mib": self.shm_mib, "env": self.env,
             "shell_env": self.shell_env, "software": self.software,
+            **({"slurm": self.slurm} if self.slurm is not None else {}),
         }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 
+from ..diagnosis.catalog import merge_by_id
 from ..errors import StepFailed
 from ..events import CheckResult, Event, FindingRaised
 from ..launch.nodes import NodeRun, fan_out
@@ -21,11 +22,29 @@ def run_checks(pb: Playbook, nodes: dict[str, NodeRun], master_addr: str,
     targets = [NodeTarget(nr.name, "master" if nr.name == pb.master else "worker", nr.transport, nr.python,
                           env_for(pb, nr.spec), pb.nproc_of(nr.spec)) for nr in nodes.values()]
     result = Preflight(pb, targets, master_addr, emit, pb.ssh.command_timeout).run()
+    if pb.on_slurm and pb.slurm is not None and pb.slurm.job:
+        _allocation(pb, nodes, result, emit)
     for name, nf in result.facts.items():
         nodes[name].facts = nf
     for f in result.findings:
         emit(FindingRaised.of(f))
     return result
+
+
+def _allocation(pb: Playbook, nodes: dict[str, NodeRun], result: PreflightResult, emit: Callable[[Event], None]) -> None:
+    """The allocation's facts beside the probes': CPUs and GPUs granted per node, a step's SLURM_* env."""
+    from .allocation import check_allocation
+
+    needs_gpus = result.backend == "nccl" or bool(pb.slurm.gpus_per_node)
+    rows, findings, facts = check_allocation(
+        pb.slurm.job, {n: pb.nproc_of(nr.spec) for n, nr in nodes.items()},
+        {n: getattr(nr.transport, "step_env", {}) for n, nr in nodes.items()}, needs_gpus, emit)
+    for row in rows:
+        result.checks.setdefault(row.node, []).append(row)
+    result.findings = merge_by_id(result.findings + findings)  # one per cause, as the probes' are
+    for n, f in facts.items():
+        if n in result.facts:
+            result.facts[n].slurm = f
 
 
 def verdict(pb: Playbook, nodes: dict[str, NodeRun], result: PreflightResult, emit: Callable[[Event], None]) -> str:

@@ -26,6 +26,7 @@ POLL = 1.0  # seconds between squeue looks while pending
 # Pending reasons that waiting does not change (squeue(1) "JOB REASON CODES"): the request itself
 # cannot be met as asked, so it is withdrawn at once instead of at pending_timeout.
 NEVER = {
+    "PartitionConfig": "the partition as configured cannot hold the request: more nodes, CPUs or memory than it has",
     "PartitionNodeLimit": "the partition cannot give that many nodes to one job",
     "PartitionTimeLimit": "the time asked for is over the partition's limit",
     "BadConstraints": "no node has the features asked for (slurm.constraint)",
@@ -82,6 +83,10 @@ def salloc_argv(pb: Playbook) -> list[str]:
             argv.append(f"--{flag}={value}")
     if s.gpus_per_node:
         argv.append(f"--gpus-per-node={s.gpus_per_node}")
+    # A CPU per process at least: a bare request gets one CPU per node, which every rank would share
+    # (and a cgroup would hold torchrun to). --exclusive or an explicit CPU count in extra_args wins.
+    if not any(a.split("=")[0] in ("--cpus-per-task", "-c", "--exclusive", "--cpus-per-gpu") for a in s.extra_args):
+        argv.append(f"--cpus-per-task={max((pb.nproc_of(n) for n in pb.nodes), default=pb.job.nproc_per_node)}")
     return argv + list(s.extra_args)
 
 

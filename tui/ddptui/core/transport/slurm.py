@@ -58,6 +58,7 @@ class SlurmTransport(Transport):
         self._gpus = gpus
         self._procs: list[SlurmProcess] = []
         self._address: str | None = None
+        self.step_env: dict[str, str] = {}
 
     @property
     def address(self) -> str | None:
@@ -73,14 +74,18 @@ class SlurmTransport(Transport):
     def connect(self) -> None:
         """The node is in the allocation and a step runs on it. Its address is the one Slurm reaches it
         at (NodeAddr), as ssh's is the one ssh reached: the master's is the rendezvous address."""
-        r = self.run(["sh", "-c", "hostname -I 2>/dev/null || hostname -i"], timeout=self._timeout)
+        r = self.run(["sh", "-c", "hostname -I 2>/dev/null || hostname -i; echo; env"], timeout=self._timeout)
         if r.rc is None:
             raise NodeError(self.node, f"a job step on {self.node} did not start within {self._timeout:g} s "
                                        f"(job {self.job_id}: `squeue -j {self.job_id} -s` shows its steps)")
         if not r.ok:
             raise NodeError(self.node, f"cannot run a job step on {self.node} in job {self.job_id}: "
                                        f"{' '.join((r.stderr or r.stdout).split()) or f'srun exit code {r.rc}'}")
-        own = r.stdout.split()
+        first, _, env = r.stdout.partition("\n\n")
+        # what a step sees (SLURM_*, CUDA_VISIBLE_DEVICES): a fact of the allocation, shown by the checks
+        self.step_env = dict(sorted((k, v) for k, _, v in (ln.partition("=") for ln in env.splitlines())
+                                    if k.startswith(("SLURM_", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"))))
+        own = first.split()
         self._address = _node_addr(self.node, own) or (own[0] if own else None)
 
     def run(self, argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,

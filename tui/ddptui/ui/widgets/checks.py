@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static, TabPane
 
 CHECK_COLUMNS = ("ping", "hostname", "interfaces", "route", "env", "ib", "shm", "gpus", "python", "torch",
-                 "backend", "master-port", "master-reachable", "ping-master", "script", "probe")
+                 "backend", "master-port", "master-reachable", "ping-master", "script", "slurm", "probe")
 # short headers, so the matrix fits beside the step list; the evidence below names the check in full
 HEADER = {"hostname": "host", "interfaces": "iface", "master-port": "m.port", "master-reachable": "m.reach",
           "ping-master": "m.ping"}
