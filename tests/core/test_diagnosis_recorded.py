@@ -46,3 +46,20 @@ def test_every_scenario_the_issue_names_is_recorded() -> None:
     assert {"workers-first", "master-never-started", "wrong-master-addr", "port-taken", "node-never-launched",
             "worker-killed", "nproc-differs", "hostname-unresolvable", "bad-gloo-ifname", "firewall-ephemeral",
             "link-cut", "torch-versions-differ", "nnodes-more-on-worker", "nnodes-more-on-master"} <= names
+
+
+def test_a_line_is_evidence_once_on_its_node() -> None:
+    """The recorded port-taken run's EADDRINUSE line is matched by two port-in-use patterns: the finding
+    names it once. A retry loop's repeats of one line do not fill a node's evidence either."""
+    engine = Engine(expected_nnodes=2)
+    for f in GROUPS["12"]:
+        engine.feed(f.stem.rsplit("-", 1)[1], split(f)[1])
+    (f,) = [x for x in engine.finish() if x.id == "port-in-use"]
+    assert [e.node for e in f.evidence] == ["node02"] and "EADDRINUSE" in f.evidence[0].text
+    for key, files in [*GROUPS.items(), *((p.name, [p]) for p in sorted((DATA / "corpus" / "nccl").glob("*.log")))]:
+        engine = Engine(expected_nnodes=2)
+        for p in files:
+            engine.feed(p.stem.rsplit("-", 1)[-1], split(p)[1])
+        for x in engine.finish():
+            shown = [(e.node, e.text) for e in x.evidence]
+            assert len(shown) == len(set(shown)), (key, x.id, shown)

@@ -1,6 +1,6 @@
 """Log line classification: the kinds the panes colour by, and the filters they cycle through."""
 
-from ddptui.core.logs.classify import filter_cycle, line_kind, line_matches
+from ddptui.core.logs.classify import filter_cycle, is_launcher_chatter, line_kind, line_matches
 
 
 def test_line_kinds() -> None:
@@ -8,10 +8,14 @@ def test_line_kinds() -> None:
     assert line_kind("RuntimeError: boom") == "error" and line_kind("x NCCL INFO y") == "info"
     assert line_kind("ddptui-smoke result host=a") == "result" and line_kind("hello") == "plain"
     assert line_kind("$ torchrun --nnodes=2") == "command"
+    # glog's level letter in any month: January's lines are I0101, W0101, E0101
+    assert line_kind("W0101 12:00:00.1 7 torch/distributed/run.py:792] *****") == "warn"
+    assert line_kind("E0315 12:00:00.1 7 torch/distributed/elastic/multiprocessing/api.py:869] x") == "error"
+    assert line_kind("I0101 12:00:00.1 7 torch/distributed/run.py:650] Using nproc_per_node=2.") == "info"
 
 
 def test_filters() -> None:
-    assert filter_cycle(2) == ["all", "NCCL", "warnings+errors", "rank 0", "rank 1"]
+    assert filter_cycle(2) == ["all", "no launcher INFO", "NCCL", "warnings+errors", "rank 0", "rank 1"]
     assert line_matches("anything", "all")
     assert line_matches("a NCCL INFO b", "NCCL") and not line_matches("plain", "NCCL")
     assert line_matches("Traceback (most recent call last):", "warnings+errors")
@@ -30,3 +34,22 @@ def test_torch_log_prefixes_fold_to_level_time_and_source():
     assert line_kind(fold(warn)) == line_kind(warn) == "warn" and line_kind(fold(raw)) == "info"
     for other in ("plain", "[default0]:ddptui-smoke result rank=0", "I am not a glog line] at all", ""):
         assert fold(other) == other
+
+
+AGENT = "I1201 13:37:48.503000 31418 /venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py"
+
+
+def test_launcher_chatter_is_torchruns_own_info_and_nothing_else() -> None:
+    chatter = [f"{AGENT}:553]   master_addr=10.213.0.2",
+               f"{AGENT}:715] [default] Starting worker group",
+               "I0101 12:00:00.123456 4242 site-packages/torch/distributed/run.py:650] Using nproc_per_node=2.",
+               "I1201 10:22:25.1 28322 .venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py:188] x"]
+    kept = [f"{AGENT}:380] ('local_rank %s FAILED with no error file', 0)",  # INFO, but a failure
+            "W1201 10:24:15.742000 28369 .venv/torch/distributed/elastic/agent/server/api.py:753] Received 15 death signal",
+            "E1201 10:22:33.3 28322 .venv/torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1)",
+            "[default0]:I1201 13:37:48.5 77 torch/csrc/distributed/c10d/ProcessGroupGloo.cpp:100] the job's rank",
+            "[I1201 10:22:24.532379404 socket.cpp:207] [c10d] torch's C++ in the job",
+            "ddptui-smoke result host=node02 rank=0", "a plain line", ""]
+    assert [is_launcher_chatter(x) for x in chatter] == [True] * len(chatter)
+    assert [is_launcher_chatter(x) for x in kept] == [False] * len(kept)
+    assert [line_matches(x, "no launcher INFO") for x in chatter + kept] == [False] * len(chatter) + [True] * len(kept)

@@ -105,3 +105,48 @@ def test_empty_and_missing_files() -> None:
     with pytest.raises(PlaybookError) as ei:
         load_playbook(Path("/nonexistent/pb.yaml"))
     assert ei.value.problems[0].message == "no such file"
+
+
+HINTS = """name: hints
+nodes:
+  - {name: node02, port: ssh}
+  - {name: node03}
+  - {name: node04}
+master: MASTER
+ssh: {keepalive: 15s, connect_timeout: fast}
+job:
+  script: train.py
+  nproc_per_node: two
+  master_port: abc
+  rdzv_timeout: 60s
+"""
+
+
+def _hints(text: str) -> dict[str, str]:
+    with pytest.raises(PlaybookError) as ei:
+        parse_playbook(text, "hints.yaml")
+    return {p.message.split(" ")[0]: p.hint for p in ei.value.problems}
+
+
+def test_a_hint_says_what_the_field_holds_and_a_value_that_fits_it() -> None:
+    """Not "write an integer, e.g. 2" for a port; a timeout given with its unit is told to drop it."""
+    hints = _hints(HINTS.replace("MASTER", "node02"))
+    assert hints["job.master_port"] == "write a free TCP port on the master as an integer, e.g. 29500"
+    assert hints["nodes[0].port"] == "write the node's SSH port as an integer, e.g. 22"
+    assert hints["job.nproc_per_node"] == "write the processes to start per node (one per GPU) as an integer, e.g. 2"
+    assert hints["job.rdzv_timeout"] == "write 60 without the unit: job.rdzv_timeout is in seconds"
+    assert hints["ssh.keepalive"] == "write 15 without the unit: ssh.keepalive is in seconds"
+    assert hints["ssh.connect_timeout"] == ("write how long an SSH connection may take, in seconds, as a number, "
+                                            "e.g. 10")
+
+
+@pytest.mark.parametrize("master,hint", [
+    ("node9", "write one of the nodes' names: node02, node03, node04; the master runs rank 0 and the rendezvous, "
+              "usually 'node02'"),  # not "did you mean 'node04'?": another number is another machine
+    ("node05", "write one of the nodes' names: node02, node03, node04; the master runs rank 0 and the rendezvous, "
+               "usually 'node02'"),
+    ("Node03", "did you mean 'node03'?"),  # a typo in the letters, the same number: that node
+    ("nod-04", "did you mean 'node04'?"),
+])
+def test_an_unknown_master_is_not_guessed_from_another_nodes_number(master: str, hint: str) -> None:
+    assert _hints(HINTS.replace("MASTER", master))["master"] == hint

@@ -53,7 +53,7 @@ async def test_every_key_in_the_footer_does_what_it_says(tmp_path: Path) -> None
             tested.add(key)
         await pilot.press("1")
         logs_footer = footer_keys(screen)
-        assert {"1", "2", "3", "4", "5", "tab", "v", "slash", "c", "question_mark", "q"} <= logs_footer
+        assert {"1", "2", "3", "4", "5", "tab", "v", "h", "slash", "c", "question_mark", "q"} <= logs_footer
         assert not {"x", "o", "f", "j"} & logs_footer  # no job runs, 3 nodes fit, findings are another tab's
         await pilot.press("tab")
         assert focused_node(app) == "alpha"
@@ -64,9 +64,26 @@ async def test_every_key_in_the_footer_does_what_it_says(tmp_path: Path) -> None
         assert any(str(clipboard_file().name) in n.message for n in app._notifications)
         tested.add("c")
         await pilot.press("v")
+        assert all(p.filter == "no launcher INFO" for p in screen.pane_grid.panes)
+        await pilot.press("v")
         assert all(p.filter == "NCCL" for p in screen.pane_grid.panes)
         await pilot.press("v", "v", "v", "v")  # warnings+errors, rank 0, rank 1, all
+        assert all(p.filter == "all" for p in screen.pane_grid.panes)
         tested.add("v")
+        # h: torchrun's own INFO lines leave the panes; the line count still says how many came
+        alpha = screen.pane_grid.pane("alpha")
+        came, shown = alpha.total_lines, alpha.log.line_count
+        assert any("Using nproc_per_node" in x for x in alpha.log.lines)  # folded: I0101 12:00:00 distributed/run] ...
+        await pilot.press("h")
+        assert all(p.filter == "no launcher INFO" for p in screen.pane_grid.panes)
+        assert not any("Using nproc_per_node" in x for x in alpha.log.lines)
+        assert alpha.log.line_count == shown - 1 and alpha.total_lines == came
+        assert alpha.border_subtitle == f"{came} lines · {shown - 1} shown · filter: no launcher INFO"
+        assert any("ddptui-smoke result" in x for x in alpha.log.lines)  # the job's lines stay
+        await pilot.press("h")
+        assert all(p.filter == "all" for p in screen.pane_grid.panes) and alpha.log.line_count == shown
+        assert alpha.border_subtitle == f"{came} lines"
+        tested.add("h")
         await pilot.press("slash")
         assert screen.query_one("#find", Input).has_focus
         await pilot.press(*"bandwidth", "enter")
@@ -75,7 +92,7 @@ async def test_every_key_in_the_footer_does_what_it_says(tmp_path: Path) -> None
         tested.add("slash")
         await pilot.press("4")
         findings_footer = footer_keys(screen)
-        assert {"f", "j"} <= findings_footer and not {"v", "slash"} & findings_footer
+        assert {"f", "j"} <= findings_footer and not {"v", "h", "slash"} & findings_footer
         await pilot.press("j")
         assert tabs.active == "tab-logs" and focused_node(app) == "beta"
         tested.add("j")
@@ -103,7 +120,7 @@ async def test_help_lists_every_key_of_the_screen_and_the_palette_has_every_acti
         screen = await start(pilot)
         await pilot.press("question_mark")
         listed = {k.key: k for _, keys in screen_keys(screen) for k in keys}
-        for key in ("r", "n", "s", "a", "x", "c", "f", "j", "v", "/", "o", "1", "2", "3", "4", "5", "tab",
+        for key in ("r", "n", "s", "a", "x", "c", "f", "j", "v", "h", "/", "o", "1", "2", "3", "4", "5", "tab",
                     "shift+tab", "q", "?", "^p"):
             assert key in listed, key
         assert not listed["x"].now and listed["r"].now  # no job runs: x does nothing now, and says so
@@ -112,7 +129,7 @@ async def test_help_lists_every_key_of_the_screen_and_the_palette_has_every_acti
         await pilot.press("question_mark")
         assert app.screen is screen
         titles = {c.title for c in app.get_system_commands(screen)}
-        assert {"Filter", "Find", "Fix", "Jump to evidence", "Open next pane", "Logs", "All nodes", "Checks",
+        assert {"Filter", "Chatter", "Find", "Fix", "Jump to evidence", "Open next pane", "Logs", "All nodes", "Checks",
                 "Findings", "Results", "Next pane", "Previous pane", "Run step", "Copy command"} <= titles
         await pilot.press("ctrl+p")
         assert isinstance(app.screen, CommandPalette)
@@ -165,7 +182,7 @@ async def test_mouse_filter_note_whole_lines_and_results(tmp_path: Path) -> None
         # a filter that matches nothing says so, and the note goes when a line matches
         screen.bridge.push(NodeOutput("gamma", ("[default0]:only rank zero speaks",), 10))
         await pilot.pause(0.1)
-        await pilot.press("v", "v", "v", "v")  # NCCL, warnings+errors, rank 0, rank 1
+        await pilot.press("v", "v", "v", "v", "v")  # no launcher INFO, NCCL, warnings+errors, rank 0, rank 1
         gamma = screen.pane_grid.pane("gamma")
         assert gamma.filter == "rank 1"
         note = gamma.query_one(".pane-note")

@@ -68,6 +68,25 @@ def interfaces(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> li
     return out
 
 
+def env_verdict(node: str, nf: F.NodeFacts, playbook_env: dict[str, str], findings: list[Finding]) -> tuple[str, str]:
+    """The env check's (status, summary) on a node: ✗ (or ! for a warning) when a finding on it fixes a
+    variable its env sets to another value (GLOO_SOCKET_IFNAME=eth9: bad-socket-ifname), so the env
+    cell never shows ✓ beside a failure that the env causes; else which variables the shell sets."""
+    blamed: list[tuple[Finding, str]] = []
+    for f in findings:
+        if node not in f.nodes or f.fix is None or not f.active:
+            continue
+        wanted = {**f.fix.env, **f.fix.per_node.get(node, {})}
+        blamed += [(f, k) for k, v in wanted.items() if k in nf.env and nf.env[k] != v]
+    if blamed:
+        status = "fail" if any(f.severity == "error" for f, _ in blamed) else "warn"
+        return status, "; ".join(f"{k}={nf.env[k]} ({'the playbook' if k in playbook_env else 'the shell'} sets it): "
+                                 f"{f.id}" for f, k in blamed)
+    by_shell = {k: v for k, v in nf.shell_env.items() if k not in playbook_env}
+    return "pass", ("shell sets " + ", ".join(f"{k}={v}" for k, v in sorted(by_shell.items())) if by_shell
+                    else "the shell sets no NCCL_/GLOO_/TORCH_/CUDA_ variables")
+
+
 def cross_node(fs: dict[str, F.NodeFacts], nprocs: dict[str, int], backend: str) -> list[Finding]:
     """What must agree between the nodes: the predicted NCCL transport, the software, nproc_per_node."""
     if len(fs) < 2:

@@ -138,10 +138,7 @@ class Preflight:
                                  else f"no route to the master {self.master_addr}", *ev("route")))
         nf.shell_env = F.parse_env(sec["env"].output) if "env" in sec else {}
         nf.env = {**nf.shell_env, **{k: v for k, v in t.env.items() if k.startswith(F.ENV_PREFIXES)}}
-        set_by_shell = {k: v for k, v in nf.shell_env.items() if t.env.get(k, v) == v and k not in t.env}
-        self._check(CheckResult(n, "env", "pass",
-                             ("shell sets " + ", ".join(f"{k}={v}" for k, v in sorted(set_by_shell.items()))
-                              if set_by_shell else "the shell sets no NCCL_/GLOO_/TORCH_/CUDA_ variables"), *ev("env")))
+        # the env check comes in run(), once the findings say whether a variable set here is a cause
         # GPUs
         smi = sec.get("nvidia-smi")
         nf.nvidia_smi = bool(smi and smi.rc == 0)
@@ -214,15 +211,10 @@ class Preflight:
         lcmd = f"{master.python} -c <listener on :{port}>"
         if lr is not None and "bind-failed" in lr.stdout:
             self._check(CheckResult(master.name, "master-port", "fail", f"port {port} is already in use on the master", lcmd, lout))
-            nf = self.result.facts.get(master.name)
-            holder = port_holder(nf.port_listening if nf else None)
-            by = f" by {holder[0]} (pid {holder[1]})" if holder else ""
-            stop = f"stop {holder[0]} (kill {holder[1]})" if holder else f"stop what listens on {port}"
-            self.result.findings.append(finding(
-                "port-in-use", [master.name], f"master_port {port} is already taken on {master.name}{by}",
-                [Evidence(master.name, 0, lout, lcmd)] + ([Evidence(master.name, 0, nf.port_listening, "ss -Hltnp")]
-                                                          if nf and nf.port_listening else []),
-                fix=Fix(scope="manual", explain=f"{stop} on {master.name}, or set job.master_port to a free port")))
+            self.result.findings.append(port_in_use(master.name, port, self.result.facts.get(master.name), lout, lcmd))
+            for w in workers:  # a worker's connect would reach what holds the port: it says nothing
+                self._check(CheckResult(w.name, "master-reachable", "skip",
+                                        f"not tried: the master's port check failed (port {port} is in use)"))
             return
         self._check(CheckResult(master.name, "master-port", "pass", f"port {port} is free; a test listener opened", lcmd, lout))
         blocked = []
@@ -255,10 +247,19 @@ class Preflight:
         self._judge_nodes()
         if self.master_addr and any(t.role == "master" and t.name in self.result.facts for t in self.targets):
             self._port_check()
+        elif self.master_addr:  # no listener without the master's probe: the workers' connects are not tried
+            for t in self.targets:
+                if t.role != "master" and t.name in self.result.facts:
+                    self._check(CheckResult(t.name, "master-reachable", "skip",
+                                            "not tried: the master's probe failed, so no port check ran on it"))
         self.result.findings += judge.cross_node(
             {t.name: self.result.facts[t.name] for t in self.targets if t.name in self.result.facts},
             {t.name: t.nproc for t in self.targets}, self.result.backend)
         self.result.findings = merge_by_id(self.result.findings)  # one finding per cause, covering its nodes
+        for t in self.targets:  # ✓ only when no finding's cause is a variable this node's env sets
+            if (nf := self.result.facts.get(t.name)) is not None:
+                self._check(CheckResult(t.name, "env", *judge.env_verdict(t.name, nf, t.env, self.result.findings),
+                                        *nf.evidence.get("env", ("", ""))))
         return self.result
 
     def _backend(self) -> str:
@@ -311,6 +312,18 @@ class Preflight:
             multi = len(self.targets) > 1
             self.result.findings += judge.loopback(t.name, nf, backend, multi and t.transport.kind != "local")
             self.result.findings += judge.interfaces(t.name, nf, backend, multi)
+
+
+def port_in_use(master: str, port: int, nf: F.NodeFacts | None, listener_out: str, listener_cmd: str) -> Finding:
+    """The master's port is taken: by whom, when `ss -p` could say."""
+    holder = port_holder(nf.port_listening if nf else None)
+    by = f" by {holder[0]} (pid {holder[1]})" if holder else ""
+    stop = f"stop {holder[0]} (kill {holder[1]})" if holder else f"stop what listens on {port}"
+    return finding(
+        "port-in-use", [master], f"master_port {port} is already taken on {master}{by}",
+        [Evidence(master, 0, listener_out, listener_cmd)] + ([Evidence(master, 0, nf.port_listening, "ss -Hltnp")]
+                                                             if nf and nf.port_listening else []),
+        fix=Fix(scope="manual", explain=f"{stop} on {master}, or set job.master_port to a free port"))
 
 
 _HOLDER = re.compile(r'users:\(\("([^"]+)",pid=(\d+)')

@@ -314,7 +314,7 @@ def merge_by_id(findings: Iterable[Finding]) -> list[Finding]:
 def _merge(group: list[Finding]) -> Finding:
     nodes = list(dict.fromkeys(n for f in group for n in f.nodes))
     return Finding(group[0].id, min((f.severity for f in group), key=SEVERITIES.index), nodes,
-                   _merged_summary(group, nodes), [e for f in group for e in f.evidence],
+                   _merged_summary(group, nodes), list(dict.fromkeys(e for f in group for e in f.evidence)),
                    " ".join(dict.fromkeys(f.explanation for f in group if f.explanation)),
                    _merged_fix([f.fix for f in group if f.fix is not None]),
                    "active" if any(f.state == "active" for f in group) else group[0].state)

@@ -193,7 +193,10 @@ class Engine:
             f.nodes.append(node)
             f.summary = f"{', '.join(f.nodes)}: {summary}"
             changed = True
-        if sum(1 for e in f.evidence if e.node == node) < MAX_EVIDENCE_PER_NODE:
+        # a line is evidence once on its node: several rules of this id may match it, and a retry loop
+        # repeats it; the repeats would take the places of the node's other lines
+        mine = [e for e in f.evidence if e.node == node]
+        if len(mine) < MAX_EVIDENCE_PER_NODE and all(e.text != ev.text for e in mine):
             f.evidence.append(ev)
         if f.state == "resolved" and node not in self._resolved_nodes.get(fid, set()):
             f.state = "active"

@@ -12,23 +12,27 @@ import re
 KINDS = ("warn", "error", "result", "command", "info", "plain")
 
 # The pane filters, in the order they are cycled through; "rank N" filters follow for each local rank.
-FILTERS = ("all", "NCCL", "warnings+errors")
+# CHATTER hides torchrun's own INFO lines (most of a healthy run's lines): it comes first after "all",
+# and `h` goes straight to it. The other filters keep only lines that chatter never is.
+CHATTER = "no launcher INFO"
+FILTERS = ("all", CHATTER, "NCCL", "warnings+errors")
 
 
 def line_kind(s: str) -> str:
     """warn, error, result, command, info or plain: what a log line is, for colours and filters."""
     if s.startswith("[") and "]:" in s[:16]:  # torchrun's --tee prefix: [default0]:W1201 ...
         s = s[s.index("]:") + 2:]
-    if "NCCL WARN" in s or "Warning" in s or " WARN " in s or s.startswith("W1") or "] W" in s[:20]:
+    level = s[0] if len(s) > 5 and s[0] in "IWEF" and s[1:5].isdigit() else ""  # glog: I1201 (any month: I0101)
+    if "NCCL WARN" in s or "Warning" in s or " WARN " in s or level == "W" or "] W" in s[:20]:
         return "warn"
     if ("Error" in s or "Traceback" in s or "FAILED" in s or "exitcode" in s or "error:" in s
-            or s.startswith("E1") or "Connection refused" in s):
+            or level in ("E", "F") or "Connection refused" in s):
         return "error"
     if "ddptui-smoke result" in s or "ddptui-smoke bandwidth" in s:
         return "result"
     if s.startswith("$ "):
         return "command"
-    if "NCCL INFO" in s or s.startswith("I1"):
+    if "NCCL INFO" in s or level == "I":
         return "info"
     return "plain"
 
@@ -49,8 +53,19 @@ def fold(line: str) -> str:
     return f"{m.group(1) or ''}{m.group(2)} {m.group(3)} {m.group(4)}] {line[m.end():]}"
 
 
+# torchrun's agent logging with glog's prefix, from its own modules (not the job's ranks' lines, which
+# --tee prefixes with [defaultN]: and torch's C++ writes as [I1201 ... file.cpp:N]).
+_LAUNCHER = re.compile(r"^I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S*torch/distributed/(?:elastic/|run\.py|launcher/)")
+
+
+def is_launcher_chatter(line: str) -> bool:
+    """torchrun's own INFO line (`I1201 13:37:48.503000 31418 .../torch/distributed/elastic/...] ...`):
+    rendezvous results, worker group starts. One that reports a failure (FAILED, exitcode) is not chatter."""
+    return line[:1] == "I" and _LAUNCHER.match(line) is not None and line_kind(line) == "info"
+
+
 def filter_cycle(nproc_per_node: int) -> list[str]:
-    """Every filter, in cycle order: all, NCCL, warnings+errors, then one per local rank."""
+    """Every filter, in cycle order: all, no launcher INFO, NCCL, warnings+errors, then one per local rank."""
     return list(FILTERS) + [f"rank {r}" for r in range(nproc_per_node)]
 
 
@@ -58,6 +73,8 @@ def line_matches(line: str, flt: str) -> bool:
     """Whether a pane showing filter `flt` keeps this line."""
     if flt == "all":
         return True
+    if flt == CHATTER:
+        return not is_launcher_chatter(line)
     if flt == "NCCL":
         return "NCCL" in line
     if flt == "warnings+errors":

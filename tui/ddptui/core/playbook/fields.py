@@ -102,8 +102,7 @@ def _typed(ctx: _Ctx, node: Node, where: str, typ: type | tuple[type, ...],
     if not ok and float in types and isinstance(val, int) and not isinstance(val, bool):
         val, ok = (float(val), True) if abs(val) < 1e300 else (math.copysign(math.inf, val), True)
     if not ok:
-        ctx.add(node, f"{where} must be {want}, not {_kind(node)} ({node.value!r})",
-                f"write {want}" + (", e.g. 2" if int in types else ""))
+        ctx.add(node, f"{where} must be {want}, not {_kind(node)} ({node.value!r})", type_hint(where, want, node.value))
         return None
     if check:
         msg = check(val)
@@ -111,6 +110,40 @@ def _typed(ctx: _Ctx, node: Node, where: str, typ: type | tuple[type, ...],
             ctx.add(node, f"{where} {msg}")
             return None
     return val
+
+
+# What each number field holds, an example of it, and its unit: a hint names what to write there
+# (a port of 2, or a timeout with "s" after it, would be no help).
+FIELD_HINTS = {
+    "master_port": ("a free TCP port on the master", "29500", ""),
+    "port": ("the node's SSH port", "22", ""),
+    "nproc_per_node": ("the processes to start per node (one per GPU)", "2", ""),
+    "rdzv_timeout": ("how long the nodes wait for each other", "900", "seconds"),
+    "rdzv_read_timeout": ("how long a read from the rendezvous store may take", "60", "seconds"),
+    "master_wait_timeout": ("how long the workers wait for the master to listen", "60", "seconds"),
+    "stop_grace": ("how long a stopped job gets before it is killed", "10", "seconds"),
+    "connect_timeout": ("how long an SSH connection may take", "10", "seconds"),
+    "command_timeout": ("how long one command on a node may take", "60", "seconds"),
+    "keepalive": ("the SSH keepalive interval", "15", "seconds"),
+    "timeout": ("how long the step may take", "300", "seconds"),
+    "pending_timeout": ("how long to wait for the allocation", "300", "seconds"),
+    "nodes": ("how many nodes to allocate", "2", ""),
+    "gpus_per_node": ("the GPUs to allocate on each node", "8", ""),
+    "min_busbw_gbps": ("the all_reduce bus bandwidth below which the run warns", "20", "GB/s"),
+}
+_SECONDS = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|second|seconds)\s*", re.IGNORECASE)
+
+
+def type_hint(where: str, want: str, raw: str) -> str:
+    """What to write instead of `raw` in the field `where` (job.master_port, nodes[1].port, ...)."""
+    known = FIELD_HINTS.get(re.sub(r"\[\d+\]", "", where).rsplit(".", 1)[-1])
+    if known is None:
+        return f"write {want}"
+    what, example, unit = known
+    m = _SECONDS.fullmatch(str(raw))
+    if unit == "seconds" and m and (float(m.group(1)).is_integer() or "integer" not in want):
+        return f"write {m.group(1)} without the unit: {where} is in seconds"
+    return f"write {what}" + (f", in {unit}," if unit else "") + f" as {want}, e.g. {example}"
 
 
 def _choice(ctx: _Ctx, node: Node, where: str, choices: tuple[str, ...]) -> str | None:

@@ -6,7 +6,6 @@ keys, duplicate keys, wrong types and missing fields are all found in one pass.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from .fields import (
     _typed,
 )
 from .local import check_local
-from .names import MAX_NODE_NAME, MAX_NODES, check_nodes, host_check, user_check
+from .names import MAX_NODE_NAME, MAX_NODES, check_nodes, host_check, master_hint, user_check
 from .slurm import check_slurm_nodes, parse_slurm
 from .source import compose, fail, read_text
 from .model import (
@@ -208,9 +207,8 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
     if "master" in top:
         master = _typed(ctx, top["master"][1], "master", str)
         if master and names and master not in names:
-            close = difflib.get_close_matches(master, list(names), n=1)
             ctx.add(top["master"][1], f"master {master!r} is not among the nodes ({', '.join(names)})",
-                    f"did you mean {close[0]!r}?" if close else "master must be one of the nodes")
+                    master_hint(master, list(names)))
             master = None
     job, job_keys = _job(ctx, top["job"][1], top["job"][0]) if "job" in top else (None, {})
     ssh = SSHOptions()

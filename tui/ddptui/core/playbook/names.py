@@ -8,6 +8,7 @@ name one log file (`a:b` and `a_b` are both written as `a_b.log`).
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any
 
@@ -62,3 +63,15 @@ def check_nodes(ctx: _Ctx, items: list[tuple[NodeSpec, Node]]) -> dict[str, Node
         ctx.add(at, f"node {name!r} is listed twice" + (f" (and {n - 1:,} more names from here)" if n > 1 else ""),
                 "each node may appear once")
     return names
+
+
+def master_hint(master: str, names: list[str]) -> str:
+    """What to write for a master that is not a node. A name one typo away ('Node02', 'node-02') gets a
+    "did you mean"; one that differs in its number is not a typo of another node (node9 is not node04),
+    so the hint names the nodes to choose from."""
+    digits = re.sub(r"\D", "", master)
+    close = [n for n in difflib.get_close_matches(master, names, n=3, cutoff=0.7) if re.sub(r"\D", "", n) == digits]
+    if close:
+        return f"did you mean {close[0]!r}?"
+    shown = ", ".join(names[:4]) + (f", … ({len(names)} nodes)" if len(names) > 4 else "")
+    return f"write one of the nodes' names: {shown}; the master runs rank 0 and the rendezvous, usually {names[0]!r}"

@@ -129,7 +129,7 @@ class BundleScreen(PlaybookScreen):
         self.query_one(MergedLog).clear()
         self.query_one(StepsPanel).show_playbook(self.pb)
         self.query_one("#step-detail", Static).update("")
-        self.query_one(ChecksTab).matrix.clear()
+        self.query_one(ChecksTab).matrix.clear_results()
         self.query_one(FindingsTab).clear("no findings yet at this moment of the run")
 
     def _show_timeline(self) -> None:

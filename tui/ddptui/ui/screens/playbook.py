@@ -19,7 +19,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 
 from ...core import events as E
 from ...core.diagnosis.model import Finding
-from ...core.logs.classify import filter_cycle
+from ...core.logs.classify import CHATTER, filter_cycle
 from ...core.playbook.model import Playbook
 from ...core.states import NodeStatus, StepState
 from ..bridge import Drained
@@ -33,8 +33,29 @@ from .fixing import FixActions
 from .step_through import StepThroughScreen
 
 TABS = Binding.Group("Tabs", compact=True)
+FILTERS = Binding.Group("Filter", compact=True)  # v and h: one footer entry, so the footer keeps `?` at 100 columns
 TAB_IDS = ("tab-logs", "tab-merged", "tab-checks", "tab-findings", "tab-results")  # in the order they are drawn
-LOGS_ONLY = {"cycle_filter", "find"}  # what acts on the panes of the Logs tab
+LOGS_ONLY = {"cycle_filter", "hide_chatter", "find"}  # what acts on the panes of the Logs tab
+
+KEYS = [  # the screen's keys: the footer, `?` and the palette are made from them
+    Binding("f", "fix", "Fix", tooltip="Fix: the selected finding's change to the playbook, as a diff"),
+    Binding("j", "jump_to_evidence", "Jump", tooltip="Jump to evidence: the selected finding's line, in its pane"),
+    Binding("v", "cycle_filter", "Filter", group=FILTERS,
+            tooltip="Filter: the panes show all, all but launcher INFO, NCCL, warnings+errors, each local rank"),
+    Binding("h", "hide_chatter", "Chatter", group=FILTERS, tooltip="Chatter: hide (or show) the launcher's chatter, torchrun's "
+            "own INFO lines (the log on disk keeps every line)"),
+    Binding("slash", "find", "Find", tooltip="Find: a text in the focused pane"),
+    Binding("o", "open_next_pane", "Open next", tooltip="Open next pane: the next node's (more than 4 nodes)"),
+    Binding("1", "tab('tab-logs')", "Logs", group=TABS, tooltip="Logs: one pane per node"),
+    Binding("2", "tab('tab-merged')", "All nodes", group=TABS, tooltip="All nodes: every line, merged"),
+    Binding("3", "tab('tab-checks')", "Checks", group=TABS, tooltip="Checks: nodes × checks"),
+    Binding("4", "tab('tab-findings')", "Findings", group=TABS, tooltip="Findings: what the diagnosis found"),
+    Binding("5", "tab('tab-results')", "Results", group=TABS, tooltip="Results: each rank's result, the bandwidth"),
+    Binding("tab", "cycle_pane(1)", "Pane", priority=True, tooltip="Next pane: focus the next node's pane"),
+    Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False, priority=True,
+            tooltip="Previous pane: focus the previous node's pane"),
+    Binding("q", "app.quit", "Quit", tooltip="Quit: asks first while the job runs"),
+]
 
 
 class PlaybookScreen(FixActions, StepThroughScreen):
@@ -42,23 +63,7 @@ class PlaybookScreen(FixActions, StepThroughScreen):
 
     The footer shows the keys that do something now (`check_action`); `?` lists them all."""
 
-    BINDINGS = [
-        Binding("f", "fix", "Fix", tooltip="Fix: the selected finding's change to the playbook, as a diff"),
-        Binding("j", "jump_to_evidence", "Jump", tooltip="Jump to evidence: the selected finding's line, in its pane"),
-        Binding("v", "cycle_filter", "Filter",
-                tooltip="Filter: the panes show all, NCCL, warnings+errors, each local rank"),
-        Binding("slash", "find", "Find", tooltip="Find: a text in the focused pane"),
-        Binding("o", "open_next_pane", "Open next", tooltip="Open next pane: the next node's (more than 4 nodes)"),
-        Binding("1", "tab('tab-logs')", "Logs", group=TABS, tooltip="Logs: one pane per node"),
-        Binding("2", "tab('tab-merged')", "All nodes", group=TABS, tooltip="All nodes: every line, merged"),
-        Binding("3", "tab('tab-checks')", "Checks", group=TABS, tooltip="Checks: nodes × checks"),
-        Binding("4", "tab('tab-findings')", "Findings", group=TABS, tooltip="Findings: what the diagnosis found"),
-        Binding("5", "tab('tab-results')", "Results", group=TABS, tooltip="Results: each rank's result, the bandwidth"),
-        Binding("tab", "cycle_pane(1)", "Pane", priority=True, tooltip="Next pane: focus the next node's pane"),
-        Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False, priority=True,
-                tooltip="Previous pane: focus the previous node's pane"),
-        Binding("q", "app.quit", "Quit", tooltip="Quit: asks first while the job runs"),
-    ]
+    BINDINGS = KEYS
 
     def __init__(self, playbook: Playbook, runs_dir: Path, factory, start_step: str | None = None,
                  run_all: bool = False) -> None:
@@ -258,6 +263,13 @@ class PlaybookScreen(FixActions, StepThroughScreen):
         """all → NCCL → warnings+errors → each local rank → all, on every pane."""
         nxt = self.pane_grid.cycle_filter(filter_cycle(max(self.pb.nproc_of(n) for n in self.pb.nodes)))
         self.notify(f"showing: {nxt}" + ("" if nxt == "all" else " (v for the next filter)"), timeout=3)
+
+    def action_hide_chatter(self) -> None:
+        """The panes without torchrun's INFO lines, or (when so already) all again: a filter like v's."""
+        nxt = "all" if all(p.filter == CHATTER for p in self.pane_grid.panes) else CHATTER
+        self.pane_grid.set_filter(nxt)
+        self.notify("launcher INFO lines hidden (h shows them; the log on disk has them)" if nxt == CHATTER
+                    else "showing: all", timeout=3)
 
     def action_find(self) -> None:
         box = self.query_one("#find", Input)

@@ -10,67 +10,75 @@ from textual.widgets import DataTable, Static, TabPane
 
 CHECK_COLUMNS = ("ping", "hostname", "interfaces", "route", "env", "ib", "shm", "gpus", "python", "torch",
                  "backend", "master-port", "master-reachable", "ping-master", "script", "slurm", "probe")
-# short headers, so the matrix fits beside the step list; the evidence below names the check in full
-HEADER = {"hostname": "host", "interfaces": "iface", "master-port": "m.port", "master-reachable": "m.reach",
-          "ping-master": "m.ping"}
 CHECK_STYLE = {"pass": ("✓", "green"), "warn": ("!", "bold yellow"), "fail": ("✗", "bold red"),
                "skip": ("–", "dim"), "running": ("…", "yellow")}
 
 
 class CheckMatrix(DataTable):
-    """Nodes × checks, filled in live as each node's results arrive."""
+    """Checks × nodes, filled in live as each node's results arrive.
+
+    A row per check, named in full, and a column per node: sixteen checks side by side were cut at
+    100 columns, while a few nodes fit beside the step list (more scroll sideways). Once the checks
+    are done, the rows of checks that no node reported (not applicable here) go."""
 
     def __init__(self, nodes: list[str], **kw) -> None:
         super().__init__(cursor_type="cell", **kw)
         self.nodes = nodes
+        self.checks: list[str] = list(CHECK_COLUMNS)  # the rows, in order
         self.results: dict[tuple[str, str], object] = {}
 
     def on_mount(self) -> None:
-        self.add_column("node", key="node")
-        for c in CHECK_COLUMNS:
-            self.add_column(HEADER.get(c, c), key=c)
+        self.add_column("check", key="check")
         for n in self.nodes:
-            self.add_row(Text(n, style="bold"), *[Text("·", style="dim") for _ in CHECK_COLUMNS], key=n)
+            self.add_column(n, key=n)
+        self._rows(CHECK_COLUMNS, "·", "dim")
+
+    def _rows(self, checks, icon: str, style: str) -> None:
+        self.clear()
+        self.checks = list(checks)
+        for c in self.checks:
+            self.add_row(Text(c, style="bold"), *[self._cell(n, c) or Text(icon, style=style) for n in self.nodes], key=c)
+
+    def _cell(self, node: str, check: str) -> Text | None:
+        ev = self.results.get((node, check))
+        if ev is None:
+            return None
+        icon, style = CHECK_STYLE.get(ev.status, ("?", ""))
+        return Text(icon, style=style)
 
     def set_nodes(self, nodes: list[str]) -> None:
-        """The rows of another node list (a Slurm allocation names the nodes once it is granted)."""
+        """The columns of another node list (a Slurm allocation names the nodes once it is granted)."""
         self.nodes = list(nodes)
         self.results.clear()
-        DataTable.clear(self, columns=False)  # the rows go; our own clear() only blanks the cells
-        for n in self.nodes:
-            self.add_row(Text(n, style="bold"), *[Text("·", style="dim") for _ in CHECK_COLUMNS], key=n)
+        self.clear(columns=True)
+        self.on_mount()
 
     def reset(self) -> None:
         self.results.clear()
-        for n in self.nodes:
-            for c in CHECK_COLUMNS:
-                self.update_cell(n, c, Text("…", style="yellow"))
+        self._rows(CHECK_COLUMNS, "…", "yellow")
 
-    def clear(self) -> None:
+    def clear_results(self) -> None:
         """Back to before any check ran."""
         self.results.clear()
-        for n in self.nodes:
-            for c in CHECK_COLUMNS:
-                self.update_cell(n, c, Text("·", style="dim"))
+        self._rows(CHECK_COLUMNS, "·", "dim")
 
     def set_result(self, ev) -> None:
         col = ev.check if ev.check in CHECK_COLUMNS else "probe"
         self.results[(ev.node, col)] = ev
-        icon, style = CHECK_STYLE.get(ev.status, ("?", ""))
-        self.update_cell(ev.node, col, Text(icon, style=style))
+        if col not in self.checks:  # a row dropped by finish: the checks again, with what came so far
+            self._rows([c for c in CHECK_COLUMNS if c in self.checks or any(k[1] == c for k in self.results)], "…", "yellow")
+            return
+        self.update_cell(col, ev.node, self._cell(ev.node, col))
 
     def finish(self) -> None:
-        """Checks that did not report for a node (not applicable there) show as blank."""
-        for n in self.nodes:
-            for c in CHECK_COLUMNS:
-                if (n, c) not in self.results:
-                    self.update_cell(n, c, Text(" "))
+        """The checks that reported on some node; a node's cell is blank where its check did not apply."""
+        self._rows([c for c in CHECK_COLUMNS if any(k[1] == c for k in self.results)], " ", "")
 
     def selected(self):
         row, col = self.cursor_coordinate
-        if col == 0 or row >= len(self.nodes):
+        if col == 0 or row >= len(self.checks) or col > len(self.nodes):
             return None
-        return self.results.get((self.nodes[row], CHECK_COLUMNS[col - 1]))
+        return self.results.get((self.nodes[col - 1], self.checks[row]))
 
 
 def evidence_text(ev) -> Text:

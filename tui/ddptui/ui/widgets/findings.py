@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from ...core.diagnosis.model import Finding
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
+SHORT = {"warning": "warn"}  # the table's severity column, kept narrow
 
 
 class FindingsTab(TabPane):
@@ -25,28 +26,48 @@ class FindingsTab(TabPane):
         with VerticalScroll(id="finding-box"):
             yield Static("no findings", id="finding-detail")
 
-    def on_mount(self) -> None:
-        ft = self.query_one("#findings", DataTable)
-        ft.add_column("severity", key="severity")
-        ft.add_column("id", key="id")
-        ft.add_column("nodes", key="nodes")
-        ft.add_column("summary", key="summary")
-
     def add(self, f: Finding) -> None:
         old = next((i for i, x in enumerate(self.findings) if x.id == f.id), None)
         if old is not None:  # an update (more nodes, or resolved): replace it in place
             self.findings.pop(old)
         self.findings.insert(0, f)  # newest first
-        t = self.query_one("#findings", DataTable)
-        t.clear()
-        for x in self.findings:
-            style = SEVERITY_STYLE.get(x.severity, "") if x.active else "dim strike"
-            t.add_row(Text(x.severity if x.active else "resolved", style=style), x.id, ", ".join(x.nodes), x.summary)
+        self._fill(0)
         counts = {s: sum(1 for x in self.findings if x.severity == s and x.active)
                   for s in ("error", "warning", "info")}
         label = "Findings " + " ".join(f"{n}{s[0].upper()}" for s, n in counts.items() if n)
         self.query_ancestor(TabbedContent).get_tab(self).label = label
         self._show(0)
+
+    def on_mount(self) -> None:
+        self._fill()
+
+    def on_resize(self) -> None:
+        self._fill()
+
+    def _fill(self, row: int | None = None) -> None:
+        """The table at this width: the summary gets what the other columns leave and wraps there (a
+        row grows a line or two); nodes get a column only where the summary keeps 40 cells beside it."""
+        t = self.query_one("#findings", DataTable)
+        row = t.cursor_row if row is None else row
+        t.clear(columns=True)
+        marks = [("resolved" if not x.active else SHORT.get(x.severity, x.severity)) for x in self.findings]
+        sev_w = max([3] + [len(m) for m in marks])
+        id_w = max([2] + [len(x.id) for x in self.findings])
+        nodes_w = max([5] + [len(", ".join(x.nodes)) for x in self.findings])
+        room = max(self.size.width, 40) - 2 * 4 - 2  # each column's padding, and the scrollbar
+        with_nodes = room - sev_w - id_w - nodes_w >= 40
+        summary_w = max(20, room - sev_w - id_w - (nodes_w if with_nodes else 0) + (0 if with_nodes else 2))
+        t.add_column("sev", key="severity", width=sev_w)
+        t.add_column("id", key="id", width=id_w)
+        if with_nodes:
+            t.add_column("nodes", key="nodes", width=nodes_w)
+        t.add_column("summary", key="summary", width=summary_w)
+        for x, mark in zip(self.findings, marks):
+            style = SEVERITY_STYLE.get(x.severity, "") if x.active else "dim strike"
+            cells = [Text(mark, style=style), x.id] + ([", ".join(x.nodes)] if with_nodes else []) + [Text(x.summary)]
+            t.add_row(*cells, height=None)
+        if self.findings:
+            t.move_cursor(row=min(max(row, 0), len(self.findings) - 1))
 
     def clear(self, message: str) -> None:
         self.findings = []

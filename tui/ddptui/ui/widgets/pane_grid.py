@@ -116,10 +116,14 @@ class PaneGrid(TabPane):
         panes = self.panes
         current = panes[0].filter if panes else "all"
         nxt = order[(order.index(current) + 1) % len(order)] if current in order else "all"
-        for p in panes:
-            p.set_filter(nxt)
-        self.filter = nxt
+        self.set_filter(nxt)
         return nxt
+
+    def set_filter(self, flt: str) -> None:
+        """One filter on every pane."""
+        for p in self.panes:
+            p.set_filter(flt)
+        self.filter = flt
 
     def find_next(self, needle: str, start: NodePane) -> Text | None:
         """Scroll to the next line with `needle` in the pane being searched (`start` when a search

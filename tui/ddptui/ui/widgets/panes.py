@@ -105,8 +105,9 @@ class NodePane(Vertical):
         self._subtitle()
 
     def _subtitle(self) -> None:
-        """The bottom border: how many lines came, and the filter when one is on."""
-        self.border_subtitle = f"{self.total_lines} lines" + ("" if self.filter == "all" else f" · filter: {self.filter}")
+        """The bottom border: how many lines came (all of them, whatever the filter), and the filter when one is on."""
+        self.border_subtitle = f"{self.total_lines} lines" + (
+            "" if self.filter == "all" else f" · {self.log.line_count} shown · filter: {self.filter}")
 
     def set_state(self, state: str, at: float | None = None) -> None:
         """The node's new state, reached at `at` (the event's time; default: now)."""

@@ -1,0 +1,41 @@
+"""At 100×30, the smallest supported size, the Findings and Checks tables show every column whole
+(nothing to scroll sideways to) and a selected cell still shows its own evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from ddptui.ui.app import DdptuiApp
+from ddptui.ui.widgets.checks import CHECK_COLUMNS, CheckMatrix
+from tests.ui import scenes
+
+
+async def test_findings_and_checks_fit_100_columns(tmp_path: Path) -> None:
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        scenes.finished(screen.bridge.push)
+        await pilot.pause(0.2)
+        await pilot.press("4")
+        await pilot.pause(0.1)
+        table = screen.query_one("#findings", DataTable)
+        assert table.virtual_size.width <= table.scrollable_content_region.width  # no column beyond the edge
+        summary = table.get_row_at(0)[-1]
+        assert str(summary) == "NCCL picked the loopback interface on beta and gamma"  # whole, wrapped in its row
+        assert table.rows[table.coordinate_to_cell_key((0, 0)).row_key].height >= 2
+        await pilot.press("3")
+        await pilot.pause(0.1)
+        matrix = screen.query_one(CheckMatrix)
+        assert matrix.virtual_size.width <= matrix.scrollable_content_region.width
+        assert [str(c.label) for c in matrix.columns.values()] == ["check", "alpha", "beta", "gamma"]
+        # the checks no node reported (gpus, script, probe here) are not rows; the rest are, by full name
+        reported = {check for _, check in matrix.results}
+        assert matrix.checks == [c for c in CHECK_COLUMNS if c in reported] and "master-reachable" in matrix.checks
+        assert not {"gpus", "script", "probe"} & set(matrix.checks)
+        matrix.focus()
+        matrix.move_cursor(row=matrix.checks.index("shm"), column=3)
+        await pilot.pause(0.1)
+        evidence = str(screen.query_one("#evidence").render())
+        assert evidence.startswith("gamma · shm: ! warn") and "/dev/shm is 64 MiB" in evidence
