@@ -1,5 +1,6 @@
 """Process lifecycle on the real cluster: stop leaves nothing, a killed worker and a cut link are
-named at once, and a worker started before the master is explained while it waits."""
+named at once (the cut node's guard stops its job by itself while the link is still down), and a
+worker started before the master is explained while it waits."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from ddptui.core.events import FindingRaised, NodeState
 from ddptui.core.playbook.loader import load_playbook
 from ddptui.core.runbook import Runbook
+from ddptui.core.transport.base import silence_limit
 from ddptui.core.transport.factory import SSHSettings, make_factory
 from tests.cluster.conftest import NODES, cluster_playbook
 from tests.cluster.netns import Cluster
@@ -125,11 +127,14 @@ def test_kill_9_of_one_nodes_workers(cluster: Cluster, ssh_env: Path, tmp_path: 
         assert job_pids(cluster, node) == [], node
 
 
-def test_a_cut_link_marks_the_node_lost_and_stops_the_others(cluster: Cluster, ssh_env: Path, tmp_path: Path,
-                                                             runs_dir: Path) -> None:
+def test_a_cut_link_marks_the_node_lost_and_its_guard_stops_the_job_there(cluster: Cluster, ssh_env: Path,
+                                                                          tmp_path: Path, runs_dir: Path) -> None:
     rb, rec = start_long_job(cluster, tmp_path, runs_dir, 29555, name="cut", extra="  keepalive: 1\n")
     wait_results(rb, 6)
     before = (rb.run_path / "node04.log").read_text()
+    assert job_pids(cluster, "node04")
+    # the guard on node04 hears nothing from ddptui once the link is cut: it stops the job by itself
+    budget = silence_limit(1) + rb.pb.job.stop_grace + 10  # its deadline, TERM's grace, and some slack
     cluster.cut_link("node04")
     try:
         t0 = time.monotonic()
@@ -148,14 +153,14 @@ def test_a_cut_link_marks_the_node_lost_and_stops_the_others(cluster: Cluster, s
         assert sum("ddptui-smoke result" in x for x in before.splitlines()) == 2
         for node in ("node02", "node03"):
             assert job_pids(cluster, node) == [], node
+        while job_pids(cluster, "node04") and time.monotonic() - t0 < budget:
+            time.sleep(0.2)
+        gone_after = time.monotonic() - t0
+        assert job_pids(cluster, "node04") == [], f"node04's job still runs {gone_after:.1f} s after the cut"
+        print(f"link cut -> node04's guard, torchrun and ranks gone: {gone_after:.1f} s")
     finally:
         cluster.restore_link("node04")
         rb.close()
-    # the cut node's job dies on its own once its peers are gone (nothing is left behind)
-    deadline = time.monotonic() + 60
-    while job_pids(cluster, "node04") and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert job_pids(cluster, "node04") == []
 
 
 def test_a_worker_started_first_is_explained_while_it_waits(cluster: Cluster, ssh_env: Path, tmp_path: Path,

@@ -201,8 +201,10 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
         bad = [f"{n} {d['state']}" + (f" (exit {d['exit_code']})" if d["exit_code"] not in (None, 0) else "")
                for n, d in s["nodes"].items() if NodeStatus(d["state"]).bad]
         verdict = "ok" if rc == EXIT_OK else ("interrupted" if rc == EXIT_INTERRUPTED else "FAILED")
+        gaps = s.get("logs_incomplete") or {}
         printer._w(f"{'ddptui':<{width}} │ {verdict}" + (f": {', '.join(bad)}" if bad else "") +
-                   f" — logs in {rb.run_path}")
+                   f" — logs in {rb.run_path}" +
+                   (f" (INCOMPLETE: {', '.join(f'{k}: {v}' for k, v in gaps.items())})" if gaps else ""))
     return rc, rb
 
 

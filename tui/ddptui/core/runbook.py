@@ -143,8 +143,17 @@ class Runbook(StepHandlers):
         with self._lock:
             if self.run_dir is None:
                 self.run_dir = RunDir(self._runs_dir, self.pb.name, self.pb.source, Redactor.for_playbook(self.pb))
+                self.run_dir.on_write_error = self._write_failed
                 self.emit(RunStarted(self.run_dir.run_id, str(self.run_dir.path), self.pb.name, tuple(self._nodes)))
             return self.run_dir
+
+    def _write_failed(self, what: str, path: Path, why: str) -> None:
+        """A full disk mid-run: said once per file; the job and its output on screen go on."""
+        if what in self._nodes:
+            self.emit(Notice("error", f"{what}: log writing stopped: {path}: {why}; its output is still shown, "
+                                      "the log on disk ends there", what))
+        else:
+            self.emit(Notice("error", f"writing {path} stopped: {why}; the run goes on"))
 
     def new_run(self) -> RunDir:
         """A fresh launch after a finished job is a run of its own: this folder is finished, the next begins."""

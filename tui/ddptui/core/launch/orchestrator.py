@@ -21,7 +21,7 @@ from ..logs.torchrun import first_failure
 from ..playbook.loader import resolve_builtin
 from ..playbook.model import Playbook
 from ..states import NodeStatus
-from ..transport.base import LaunchSpec, RemoteProcess
+from ..transport.base import LaunchSpec, RemoteProcess, silence_limit
 from .keepalive import Keepalive
 from .nodes import NodeRun
 from .plan import LaunchInputs, NodePlan, plan_launch, workdir_for
@@ -107,7 +107,8 @@ class Orchestrator:
         plan = nr.plan
         self._set_state(nr, NodeStatus.LAUNCHING, f"{plan.role}, node_rank {plan.node_rank}")
         spec = LaunchSpec(plan.argv, plan.env, plan.cwd, grace=self.pb.job.stop_grace,
-                          detach_log=f"~/.cache/ddptui/runs/{run_dir.run_id}/{safe_name(nr.name)}.log")
+                          detach_log=f"~/.cache/ddptui/runs/{run_dir.run_id}/{safe_name(nr.name)}.log",
+                          silence=silence_limit(self.pb.ssh.keepalive))  # the guard's own stop on a cut link
         try:
             proc = nr.transport.start(spec, self._output_handler(nr, run_dir), nr.python)
         except OSError as e:  # this machine's python (a local node's) is gone or not a program
@@ -231,8 +232,9 @@ class Orchestrator:
             return
         nr.process.lost = True
         nr.error = "the node stopped answering (3 keepalives missed)"
-        self._emit(Notice("error", f"{nr.name} stopped answering: marking it lost and stopping the job on the others",
-                          nr.name))
+        self._emit(Notice("error", f"{nr.name} stopped answering: marking it lost and stopping the job on the others; "
+                                   f"its guard stops the job there after {silence_limit(self.pb.ssh.keepalive):g} s "
+                                   "without a word from ddptui", nr.name))
         nr.transport.close()  # ends its readers: the process is done, lost
         self._stop_nodes([o for o in self.nodes.values() if o is not nr])
 

@@ -16,7 +16,8 @@ from .orchestrator import Orchestrator
 def run_summary(pb: Playbook, nodes: dict[str, NodeRun], states: dict[str, StepState], run_dir: RunDir | None,
                 started: float, launch: Orchestrator, findings: list[Finding]) -> dict:
     """summary.json: each node's role, ranks, state, exit code, times, log and command; the steps,
-    the results, the measured bandwidth, who failed first, what was left running, and the findings."""
+    the results, the measured bandwidth, who failed first, what was left running, the findings, and
+    which files of the run could not be written in full."""
     out = {}
     for nr in nodes.values():
         p, plan = nr.process, nr.plan
@@ -37,7 +38,9 @@ def run_summary(pb: Playbook, nodes: dict[str, NodeRun], states: dict[str, StepS
             "steps": dict(states), "nodes": out, "results": list(launch.results),
             "bandwidth": launch.bandwidth.summary(),
             "first_failure": launch.first_failure(), "detached": dict(launch.detached),
-            "findings": [f.to_json() for f in findings]}
+            "findings": [f.to_json() for f in findings],
+            # what could not be written (a full disk): those logs end early, the run went on
+            "logs_incomplete": dict(run_dir.write_errors) if run_dir else {}}
 
 
 def record_revisions(new: RunDir, old: RunDir | None, pb: Playbook) -> None:

@@ -3,6 +3,11 @@
 Beside each `<node>.log`, `<node>.times` records when its lines arrived: one `first count t` row per
 batch (1-based first line, how many lines, Unix time), so a bundle can replay the run at its pace.
 
+A full disk or a folder that turns read-only mid-run never stops a run: the first write that fails
+for a file (a node's log, events, the summary) is recorded in `write_errors` and told once through
+`on_write_error`; that file is written no more (a log with a hole would mislead), and the lines go on
+to the screen as before. A folder that cannot be made at all is a RunDirError naming it and why.
+
 Private and masked at rest: folders 0700, files 0600 (whatever the umask), and every text goes
 through the run's Redactor first: the playbook copy, events and summary fully; the node logs for
 the secret values the run knows (one search per batch, nothing when none is known).
@@ -10,16 +15,20 @@ the secret values the run knows (one search per batch, nothing when none is know
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import re
 import secrets
+import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import UsageError
 from ..redact import Redactor
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -56,6 +65,17 @@ def write_private(path: Path, text: str) -> None:
         f.write(text)
 
 
+class RunDirError(UsageError):
+    """The run's folder cannot be made or written before the run starts: nothing was run, and the
+    runs folder is the user's to fix, like a bad --runs-dir (exit code 2)."""
+
+
+def why(e: OSError) -> str:
+    """`No space left on device (ENOSPC)`: the system's words and the name to search for."""
+    code = errno.errorcode.get(e.errno or 0)
+    return f"{e.strerror or e}" + (f" ({code})" if code else "")
+
+
 class RunDir:
     """Owns one run's folder. Thread-safe; every write is flushed, so a crash loses nothing."""
 
@@ -63,16 +83,32 @@ class RunDir:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.run_id = f"{stamp}-{safe_name(playbook_name)}-{secrets.token_hex(2)}"
         self.redactor = redactor or Redactor.from_playbook_text(playbook_text)
-        self.path = private_dir(Path(root)) / self.run_id
-        self.path.mkdir(mode=0o700, exist_ok=False)
-        os.chmod(self.path, 0o700)
-        self.write_playbook(playbook_text)
+        self.path = Path(root).expanduser() / self.run_id
+        try:
+            private_dir(Path(root))
+            self.path.mkdir(mode=0o700, exist_ok=False)
+            os.chmod(self.path, 0o700)
+            self.write_playbook(playbook_text)
+            self._events = open_private(self.path / "events.jsonl")
+        except OSError as e:
+            shutil.rmtree(self.path, ignore_errors=True)  # no half-made run left to be listed
+            raise RunDirError(f"runs folder {root}: cannot write this run's files there: {why(e)}; nothing was "
+                              f"run (free some space there, or choose another folder with --runs-dir)") from None
         self._logs: dict[str, IO[str]] = {}
         self._times: dict[str, IO[str]] = {}
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
-        self._events = open_private(self.path / "events.jsonl")
+        self.write_errors: dict[str, str] = {}  # what ("node04", "events.jsonl", "summary.json") -> why it stopped
+        self.on_write_error: Callable[[str, Path, str], None] | None = None  # (what, path, why), once each
+
+    def _failed(self, what: str, path: Path, e: OSError) -> Callable[[], None]:
+        """Record a write that failed (under the lock); what to call once the lock is released."""
+        if what in self.write_errors:
+            return lambda: None
+        self.write_errors[what] = why(e)
+        cb = self.on_write_error
+        return (lambda: cb(what, path, self.write_errors[what])) if cb else (lambda: None)
 
     def log_path(self, node: str) -> Path:
         return self.path / f"{safe_name(node)}.log"
@@ -81,29 +117,43 @@ class RunDir:
         return self.path / f"{safe_name(node)}.times"
 
     def append(self, node: str, lines: list[str]) -> int:
-        """Write lines to the node's log now; return the 1-based number of the first one."""
+        """Write lines to the node's log now; return the 1-based number of the first one (counted
+        on when the log can no longer be written, so line numbers stay those of the stream)."""
+        then = _nothing
         with self._lock:
-            f = self._logs.get(node)
-            if f is None:
-                f = self._logs[node] = open_private(self.log_path(node))
-                self._times[node] = open_private(self.times_path(node))
-                self._counts[node] = 0
-            first = self._counts[node] + 1
-            lines = self.redactor.lines(lines)
-            f.write("".join(line + "\n" for line in lines))
-            f.flush()
-            if lines:
-                # floored, never rounded up: a line must not seem to arrive after what it caused
-                self._times[node].write(f"{first} {len(lines)} {math.floor(time.time() * 1000) / 1000:.3f}\n")
-                self._times[node].flush()
+            first = self._counts.setdefault(node, 0) + 1
             self._counts[node] += len(lines)
-            return first
+            if node not in self.write_errors:
+                try:
+                    self._write_log(node, first, lines)
+                except OSError as e:
+                    then = self._failed(node, self.log_path(node), e)
+        then()
+        return first
+
+    def _write_log(self, node: str, first: int, lines: list[str]) -> None:
+        f = self._logs.get(node)
+        if f is None:
+            f = self._logs[node] = open_private(self.log_path(node))
+            self._times[node] = open_private(self.times_path(node))
+        lines = self.redactor.lines(lines)
+        f.write("".join(line + "\n" for line in lines))
+        f.flush()
+        if lines:
+            # floored, never rounded up: a line must not seem to arrive after what it caused
+            self._times[node].write(f"{first} {len(lines)} {math.floor(time.time() * 1000) / 1000:.3f}\n")
+            self._times[node].flush()
 
     def event(self, data: dict[str, Any]) -> None:
+        then = _nothing
         with self._lock:
-            if not self._events.closed:
-                self._events.write(json.dumps(self.redactor.obj(data, "events"), default=str) + "\n")
-                self._events.flush()
+            if not self._events.closed and "events.jsonl" not in self.write_errors:
+                try:
+                    self._events.write(json.dumps(self.redactor.obj(data, "events"), default=str) + "\n")
+                    self._events.flush()
+                except OSError as e:
+                    then = self._failed("events.jsonl", self.path / "events.jsonl", e)
+        then()
 
     def write_playbook(self, text: str, rel: str = "playbook.yaml") -> None:
         """A playbook into the run folder (`rel`: playbook.yaml or revisions/NAME), its secret values
@@ -116,13 +166,29 @@ class RunDir:
     def write_summary(self, summary: dict[str, Any]) -> None:
         """Replace summary.json atomically (readers never see half a file); any thread."""
         text = json.dumps(self.redactor.obj(summary, "summary"), indent=2, default=str) + "\n"
+        then = _nothing
         with self._summary_lock:
             tmp = self.path / "summary.json.tmp"
-            write_private(tmp, text)
-            os.replace(tmp, self.path / "summary.json")
+            try:
+                write_private(tmp, text)
+                os.replace(tmp, self.path / "summary.json")
+            except OSError as e:  # the last summary that could be written stays whole
+                with self._lock:
+                    then = self._failed("summary.json", self.path / "summary.json", e)
+                try:
+                    tmp.unlink()
+                except OSError:
+                    pass
+        then()
 
     def close(self) -> None:
         with self._lock:
-            for f in (*self._logs.values(), *self._times.values()):
-                f.close()
-            self._events.close()
+            for f in (*self._logs.values(), *self._times.values(), self._events):
+                try:
+                    f.close()
+                except OSError:  # what a full disk would not take was already said
+                    pass
+
+
+def _nothing() -> None:
+    return None

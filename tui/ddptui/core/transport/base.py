@@ -13,12 +13,17 @@ from collections.abc import Sequence
 from ..logs.lines import LineSplitter, OnLines, read_loop
 
 GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text(encoding="utf-8")
-_CTL = "\x1eddptui-guard "
+CTL_PREFIX = "\x1eddptui-guard "
 _STARTED = re.compile(r"started pid=(\d+) pgid=(\d+)(?: step=(\d+\.\d+))?")
 _EXIT = re.compile(r"exit rc=(-?\d+)")
 _DETACHED = re.compile(r"detached log=(.+)")
 # Exported before a remote command runs (env on stdin, never in argv): the node's shell init has
 # run by then, so ours wins.
+# ddptui's heartbeat to every guard: a line on its stdin this often. A guard told `silence` stops
+# its job when no line came for that long; SILENCE_FLOOR keeps several heartbeats inside it.
+HEARTBEAT_EVERY = 2.0
+HEARTBEAT = b"alive\n"
+SILENCE_FLOOR = 10.0
 ENV_PRELUDE = 'while IFS= read -r kv && [ -n "$kv" ]; do export "$kv"; done; '
 
 
@@ -31,6 +36,11 @@ def env_stdin(env: dict[str, str] | None) -> bytes:
         lines.append(f"{k}={v}\n")
     return ("".join(lines) + "\n").encode()
 
+
+def silence_limit(keepalive: float) -> float:
+    """How long a guard runs its job without a word from ddptui: as long as OpenSSH would keep a
+    connection that stopped answering (ServerAliveCountMax 3 × the interval), at least SILENCE_FLOOR."""
+    return max(SILENCE_FLOOR, 3.0 * float(keepalive))
 
 
 @dataclass(frozen=True)
@@ -55,10 +65,11 @@ class LaunchSpec:
     cwd: str | None = None
     grace: float = 10.0
     detach_log: str | None = None  # where the node keeps the output if the user leaves the job running
+    silence: float | None = None  # stop the job after this long without a line from ddptui (None: never)
 
     def to_stdin(self) -> bytes:
-        return (json.dumps({"argv": list(self.argv), "env": self.env, "cwd": self.cwd,
-                            "grace": self.grace, "detach_log": self.detach_log}) + "\n").encode()
+        return (json.dumps({"argv": list(self.argv), "env": self.env, "cwd": self.cwd, "grace": self.grace,
+                            "detach_log": self.detach_log, "silence": self.silence}) + "\n").encode()
 
 
 class RemoteProcess(ABC):
@@ -66,7 +77,8 @@ class RemoteProcess(ABC):
 
     Subclasses give three byte sources and the final status; this class runs the readers: the
     job's merged output goes to `on_lines` in batches, the guard's stderr carries its control
-    lines (pid/pgid, exit code), and `done` is set once both streams have ended.
+    lines (pid/pgid, exit code), and `done` is set once both streams have ended. It also sends the
+    guard a heartbeat line every HEARTBEAT_EVERY seconds until the job ends or is left running.
     """
 
     def __init__(self, node: str) -> None:
@@ -98,6 +110,11 @@ class RemoteProcess(ABC):
             self.done.set()
 
         threading.Thread(target=reap, daemon=True).start()
+        threading.Thread(target=self._heartbeat, name=f"ddptui-heartbeat-{self.node}", daemon=True).start()
+
+    def _heartbeat(self) -> None:
+        while not self.done.wait(HEARTBEAT_EVERY) and not self.detached.is_set():
+            self._send(HEARTBEAT)
 
     def _read_control(self) -> None:
         splitter = LineSplitter()
@@ -120,11 +137,11 @@ class RemoteProcess(ABC):
         """(exit code, lost) when the guard's exit line never came."""
 
     def _control(self, line: str) -> None:
-        if not line.startswith(_CTL):
+        if not line.startswith(CTL_PREFIX):
             if line.strip():
                 self.diagnostics.append(line)
             return
-        msg = line[len(_CTL):]
+        msg = line[len(CTL_PREFIX):]
         if m := _STARTED.match(msg):
             self.pid, self.pgid, self.step = int(m.group(1)), int(m.group(2)), m.group(3)
             self.started.set()

@@ -1,7 +1,7 @@
 """The node-side guard that every launch runs under (sent inline as `python3 -c SOURCE`).
 
-It reads one JSON line from stdin: {"argv": [...], "env": {...}, "cwd": "...", "grace": 10}, so
-the job's env (secrets included) never appears on a command line. It then:
+It reads one JSON line from stdin: {"argv": [...], "env": {...}, "cwd": "...", "grace": 10,
+"silence": 45}, so the job's env (secrets included) never appears on a command line. It then:
 
 - becomes a child subreaper, so workers that torchrun starts in their own sessions
   (start_new_session=True) are re-parented to it if torchrun dies, and can still be found;
@@ -10,8 +10,13 @@ the job's env (secrets included) never appears on a command line. It then:
 - relays the job's output to its stdout (ddptui's stream);
 - stops the job when stdin says `stop` or closes (ddptui quit or the SSH connection dropped):
   SIGTERM to the group and every descendant, then SIGKILL after the grace period;
+- stops the job the same way when no line at all came on stdin for `silence` seconds: ddptui
+  sends a heartbeat line every few seconds, so silence means ddptui is gone or the link to it is
+  cut (a cut link closes nothing: without this the job would run on until the link returns);
 - on `detach` (the user chose to leave the job running) relays the output to `detach_log` on the
-  node instead and no longer stops the job when stdin closes.
+  node instead and no longer stops the job when stdin closes or falls silent.
+
+Words on stdin it does not know (the heartbeat, a later ddptui's words) are ignored.
 
 This file must stay self-contained, standard-library-only Python 3.6+: it runs on the nodes.
 """
@@ -137,8 +142,11 @@ def main():
             time.sleep(0.1)
         signal_all(pgid, signal.SIGKILL)
 
+    heard = [time.monotonic()]  # when the last line came from ddptui
+
     def watch_stdin():
         for line in sys.stdin:
+            heard[0] = time.monotonic()
             word = line.strip()
             if word == "stop":
                 stop("requested")
@@ -148,7 +156,18 @@ def main():
         if not detached.is_set():
             stop("stdin-closed")
 
+    def watch_silence(limit):
+        while not stopping.is_set() and not detached.is_set():
+            if time.monotonic() - heard[0] > limit:
+                stop("silence")
+                return
+            time.sleep(min(1.0, limit / 10.0))
+
     threading.Thread(target=watch_stdin, daemon=True).start()
+    silence = spec.get("silence")
+    if silence:
+        threading.Thread(target=watch_silence, args=(float(silence),), daemon=True).start()
+
     def on_signal(signum, _frame):
         if signum == signal.SIGHUP and detached.is_set():
             return  # the session went away: that is what detaching means
