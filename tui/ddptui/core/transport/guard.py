@@ -133,8 +133,8 @@ def main():
         if stopping.is_set():
             return
         stopping.set()
+        ctl("stopping reason=%s" % reason)  # said first: once the job is gone the guard exits at once
         signal_all(pgid, signal.SIGTERM)
-        ctl("stopping reason=%s" % reason)
         deadline = time.time() + grace
         while time.time() < deadline:
             if child.poll() is not None and not descendants(os.getpid()):

@@ -29,6 +29,7 @@ from ..widgets.pane_grid import PaneGrid
 from ..widgets.panes import MergedLog, NodePane, enclosing_pane
 from ..widgets.results import ResultsTab
 from ..widgets.steps import StepsPanel, StepTable
+from .allocation import AllocationView
 from .fixing import FixActions
 from .step_through import StepThroughScreen
 
@@ -58,7 +59,7 @@ KEYS = [  # the screen's keys: the footer, `?` and the palette are made from the
 ]
 
 
-class PlaybookScreen(FixActions, StepThroughScreen):
+class PlaybookScreen(AllocationView, FixActions, StepThroughScreen):
     """Step through a playbook; each node's output streams into its own pane.
 
     The footer shows the keys that do something now (`check_action`); `?` lists them all."""
@@ -209,23 +210,6 @@ class PlaybookScreen(FixActions, StepThroughScreen):
             self.query_one(ResultsTab).from_summary(ev.summary)
         elif isinstance(ev, E.Notice):
             self.notify(ev.text, severity="warning" if ev.level != "error" else "error")
-
-    def _allocated(self, ev: E.Allocated) -> None:
-        """The Slurm allocation named the nodes: the run's nodes, panes and checks rows are its."""
-        self.pb = self.runbook.pb
-        self.query_one(StepsPanel).show_title(self.pb)
-        how = "granted" if ev.owned else "joined"
-        self._status(Text(f"slurm job {ev.job_id} {how}: {', '.join(ev.nodes)}", style="dim"))
-        if list(self.pane_grid.roles) != list(ev.nodes):
-            self.query_one(ChecksTab).matrix.set_nodes(list(ev.nodes))
-            self._held = Drained()
-            self.run_worker(self._mount_panes(), exclusive=False)
-
-    async def _mount_panes(self) -> None:
-        await self.pane_grid.set_nodes(self.pb)
-        held, self._held = self._held, None
-        if held is not None:
-            self._drain_batch(held)
 
     def _new_run_view(self) -> None:
         """Panes, merged log and results empty for the next run (the last one's are in its directory)."""
