@@ -11,7 +11,7 @@ from ddptui.core.transport.factory import SSHSettings
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.dialogs.fix import FixDialog
 from ddptui.ui.screens.playbook import PlaybookScreen
-from ddptui.ui.widgets.checks import CHECK_COLUMNS, CheckMatrix
+from ddptui.ui.widgets.checks import CheckMatrix
 from tests.cluster.conftest import cluster_playbook
 from tests.cluster.netns import Cluster
 
@@ -30,12 +30,13 @@ async def test_matrix_evidence_and_fix(cluster: Cluster, ssh_env: Path, tmp_path
         await pilot.pause()
         assert screen.history[-2:] == [("check", "running"), ("check", "failed")]
         matrix = screen.query_one(CheckMatrix)
-        assert str(matrix.get_cell("iba", "ib")) == "✓" and str(matrix.get_cell("gpua", "gpus")) == "✓"
-        assert str(matrix.get_cell("iba", "backend")) == "✗"  # CPU torch cannot run nccl: true
+        # checks × nodes: a row per check, a column per node
+        assert str(matrix.get_cell("ib", "iba")) == "✓" and str(matrix.get_cell("gpus", "gpua")) == "✓"
+        assert str(matrix.get_cell("backend", "iba")) == "✗"  # CPU torch cannot run nccl: true
         # selecting a cell shows the command that produced it and its output
         await pilot.press("3")
         matrix.focus()
-        matrix.move_cursor(row=0, column=1 + CHECK_COLUMNS.index("ib"))
+        matrix.move_cursor(row=matrix.checks.index("ib"), column=1 + matrix.nodes.index("iba"))
         await pilot.pause()
         evidence = str(screen.query_one("#evidence", Static).render())
         assert "$ ibv_devinfo" in evidence and "PORT_ACTIVE" in evidence

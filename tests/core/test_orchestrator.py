@@ -19,7 +19,7 @@ import pytest
 
 from ddptui.core import events as E
 from ddptui.core.diagnosis.live import LiveDiagnosis
-from ddptui.core.launch import orchestrator
+from ddptui.core.launch import watchers
 from ddptui.core.launch.orchestrator import describe_failure
 from ddptui.core.playbook.loader import parse_playbook
 from ddptui.core.runbook import Runbook
@@ -108,7 +108,7 @@ def test_master_first_then_workers_in_order_with_their_ranks(tmp_path: Path) -> 
 
 
 def test_a_failed_node_stops_the_others_and_is_named_first(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(orchestrator, "FAIL_FAST_GRACE", 0.2)
+    monkeypatch.setattr(watchers, "FAIL_FAST_GRACE", 0.2)
     fail = "import sys\nprint('boom', flush=True)\nsys.exit(3)"
     rb, rec = runbook(tmp_path, {"a": SLEEP, "b": fail, "c": SLEEP})
     t0 = time.monotonic()

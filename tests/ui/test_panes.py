@@ -47,16 +47,17 @@ async def test_filters_find_and_merged_view(tmp_path: Path, runs_dir: Path) -> N
         assert merged == [f"alpha │ {x}" for x in ALPHA[:2]] + [f"beta │ {BETA[0]}"] + \
             [f"alpha │ {x}" for x in ALPHA[2:]] + [f"beta │ {BETA[1]}"]
         seen = []
-        for _ in range(5):  # NCCL, warnings+errors, rank 0, rank 1, all
+        for _ in range(6):  # no launcher INFO, NCCL, warnings+errors, rank 0, rank 1, all
             await pilot.press("v")
             seen.append((alpha.filter, list(alpha.log.lines)))
-        assert seen[0] == ("NCCL", [ALPHA[0], ALPHA[2]])
-        assert seen[1] == ("warnings+errors", [ALPHA[2], ALPHA[3]])
-        assert seen[2] == ("rank 0", [ALPHA[0], ALPHA[2], ALPHA[4]])
-        assert seen[3] == ("rank 1", [ALPHA[1], ALPHA[3]])
-        assert seen[4] == ("all", ALPHA)
+        assert seen[0] == ("no launcher INFO", ALPHA)  # none of these is torchrun's own chatter
+        assert seen[1] == ("NCCL", [ALPHA[0], ALPHA[2]])
+        assert seen[2] == ("warnings+errors", [ALPHA[2], ALPHA[3]])
+        assert seen[3] == ("rank 0", [ALPHA[0], ALPHA[2], ALPHA[4]])
+        assert seen[4] == ("rank 1", [ALPHA[1], ALPHA[3]])
+        assert seen[5] == ("all", ALPHA)
         # a filter also applies to lines that arrive later
-        await pilot.press("v", "v")
+        await pilot.press("v", "v", "v")  # no launcher INFO, NCCL, warnings+errors
         assert alpha.filter == "warnings+errors"
         screen.bridge.push(NodeOutput("alpha", ("[default0]:quiet line", "[default0]:Traceback (most recent call last):"), 6))
         await pilot.pause(0.1)

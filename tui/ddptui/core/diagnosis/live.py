@@ -118,6 +118,21 @@ class LiveDiagnosis:
                     f.state = "resolved"
                     self._on_change(f)
 
+    def raise_own(self, f: Finding) -> None:
+        """A finding one of ddptui's own watchers made (not read from a line): one per id, its nodes
+        merged, told as any finding is."""
+        with self._lock:
+            old = self._own.get(f.id)
+            if old is not None:
+                for n in f.nodes:
+                    if n not in old.nodes:
+                        old.nodes.append(n)
+                old.evidence.extend(f.evidence)
+                old.summary = f"{old.summary}; {f.summary}"
+                f = old
+            self._own[f.id] = f
+        self._on_change(f)
+
     def _master_not_started(self, node: str, ev: Evidence) -> Finding:
         # the catalog's words, with this playbook's timeout instead of torch's default
         words = CATALOG["master-not-started"].explanation.replace(

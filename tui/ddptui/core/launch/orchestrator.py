@@ -23,15 +23,16 @@ from ..playbook.model import Playbook
 from ..states import NodeStatus
 from ..transport.base import LaunchSpec, RemoteProcess, silence_limit
 from .keepalive import Keepalive
+from .reach import ReachWatch
+from .watchers import Watchers
 from .nodes import NodeRun
 from .plan import LaunchInputs, NodePlan, plan_launch, workdir_for
 
 PORT_PROBE = ("import socket,sys\ntry:\n socket.create_connection((sys.argv[1], int(sys.argv[2])), 2).close()\n"
               "except OSError as e:\n print(e); sys.exit(1)")
-FAIL_FAST_GRACE = 5.0  # seconds the others get to print their own errors before they are stopped
 
 
-class Orchestrator:
+class Orchestrator(Watchers):
     def __init__(self, pb: Playbook, nodes: dict[str, NodeRun], emit: Callable[[Event], None],
                  sink: Callable[[Event], None], run_dir: Callable[[], RunDir],
                  set_state: Callable[..., None], diagnosis: LiveDiagnosis) -> None:
@@ -49,6 +50,9 @@ class Orchestrator:
         self.stopped_by_user = False
         self._stopping: set[str] = set()  # nodes ddptui itself asked to stop in this launch
         self._keepalive = Keepalive(pb.ssh.keepalive, self._watched, self._lost)
+        self._last_out: dict[str, float] = {}  # node -> monotonic time of its last line (or launch)
+        self._reach = ReachWatch(pb.master, self.master_addr, pb.job.master_port, self._watched,
+                                 lambda n: self._last_out.get(n, 0.0), self._blocked)
         self.closed = False
 
     # ---- queries ------------------------------------------------------------------------------
@@ -82,6 +86,7 @@ class Orchestrator:
         self._stopping.clear()
         self.results.clear()
         self.bandwidth.clear()
+        self._reach.blocked.clear()
         self.diagnosis.reset()
 
     def plan(self) -> list[NodePlan]:
@@ -116,6 +121,7 @@ class Orchestrator:
             raise StepFailed(f"{nr.name}: cannot start {nr.python!r}: {e.strerror or e}") from None
         nr.process = proc
         nr.started_at = time.time()
+        self._last_out[nr.name] = time.monotonic()
         if not proc.started.wait(30) or proc.pid is None:
             rc = proc.wait(1)
             raise StepFailed(f"{nr.name}: the job did not start (rc={rc}): {' '.join(proc.diagnostics[-3:])}")
@@ -123,6 +129,7 @@ class Orchestrator:
         nr.watcher = threading.Thread(target=self._await_exit, args=(nr, proc), daemon=True)
         nr.watcher.start()
         self._keepalive.ensure_running()
+        self._reach.ensure_running()
 
     def _output_handler(self, nr: NodeRun, run_dir: RunDir) -> Callable[[list[str]], None]:
         """The hot path, once per batch of a node's lines: disk first, then what reads them (the
@@ -131,6 +138,7 @@ class Orchestrator:
         expected_world = sum(self.pb.nproc_of(n) for n in self.pb.nodes)
 
         def on_lines(lines: list[str]) -> None:
+            self._last_out[name] = time.monotonic()
             first = run_dir.append(name, lines)
             nr.tail.extend(lines)
             had_world = nr.agent.world_size
@@ -157,7 +165,7 @@ class Orchestrator:
         if self.master.process is None:
             raise StepFailed("the master was not launched: run launch-master first")
         return wait_for_port(self.master, (self.workers or [self.master])[0], self.master_addr(),
-                             self.pb.job.master_port, timeout)
+                             self.pb.job.master_port, timeout, alone=not self.workers)
 
     def launch_workers(self) -> str:
         workers = self.workers
@@ -213,32 +221,6 @@ class Orchestrator:
                 self.diagnosis.node_exited(nr.name, rc)
             threading.Thread(target=self._fail_fast, args=(nr,), daemon=True).start()
 
-    def _fail_fast(self, failed: NodeRun) -> None:
-        """A node's torchrun failed: the job cannot finish (no elastic restarts), and the others would
-        only notice at their next collective (or sit in torchrun's 300 s exit barrier)."""
-        time.sleep(FAIL_FAST_GRACE)
-        others = [o for o in self.nodes.values() if o is not failed and o.running]
-        if others and not self.stopped_by_user and not self.closed:
-            self._emit(Notice("warning", f"{failed.name} failed: stopping the job on "
-                                         f"{', '.join(o.name for o in others)}"))
-            self._stop_nodes(others)
-
-    def _watched(self) -> list[NodeRun]:
-        return [nr for nr in self.nodes.values() if nr.running and nr.name not in self.detached] \
-            if not self.closed else []
-
-    def _lost(self, nr: NodeRun) -> None:
-        if not nr.running:
-            return
-        nr.process.lost = True
-        nr.error = "the node stopped answering (3 keepalives missed)"
-        self._emit(Notice("error", f"{nr.name} stopped answering: marking it lost and stopping the job on the others; "
-                                   f"its guard stops the job there after {silence_limit(self.pb.ssh.keepalive):g} s "
-                                   "without a word from ddptui", nr.name))
-        nr.transport.close()  # ends its readers: the process is done, lost
-        self._stop_nodes([o for o in self.nodes.values() if o is not nr])
-
-    # ---- stop and detach -------------------------------------------------------------------------
     def stop_job(self, wait: bool = True) -> None:
         """Stop the job on every node: TERM to each process group, KILL after the grace period."""
         running = [nr for nr in self.nodes.values() if nr.running and nr.name not in self.detached]
@@ -280,6 +262,7 @@ class Orchestrator:
         self.stop_job()
         self.closed = True
         self._keepalive.closed = True
+        self._reach.closed = True
 
 
 def describe_failure(ff: dict) -> str:
@@ -301,12 +284,15 @@ def _tail(nr: NodeRun) -> str:
     return "\n".join(list(nr.tail)[-8:])
 
 
-def wait_for_port(master: NodeRun, probe_from: NodeRun, addr: str, port: int, timeout: float) -> str:
+def wait_for_port(master: NodeRun, probe_from: NodeRun, addr: str, port: int, timeout: float,
+                  alone: bool = False) -> str:
     """Probe addr:port from `probe_from` until it accepts; StepFailed with the master's last lines if
-    its torchrun exits first or the time runs out."""
+    its torchrun exits first or the time runs out. A single-node job (`alone`) may finish first."""
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
+        if alone and not master.process.running and master.process.returncode == 0:  # nobody had to reach it
+            return f"torchrun on {master.name} already finished, exit 0: a single-node job"
         if not master.process.running:
             raise StepFailed(f"torchrun on {master.name} exited ({master.process.returncode}) before its port "
                              f"{port} listened. Its last lines:\n{_tail(master)}")
