@@ -215,3 +215,22 @@ def test_a_fresh_launch_after_a_finished_job_gets_its_own_run_directory(tmp_path
     # the relaunch's own output starts at line 1 of its log
     outputs = [e for e in rec.of(E.NodeOutput) if e.node == "a"]
     assert [e.first_line for e in outputs][-1] == 1
+
+
+def test_what_reaches_the_screen_hides_the_runs_secrets(tmp_path: Path) -> None:
+    """Panes, the merged view and `run --json` get a node's lines as its log on disk has them: a secret
+    of the job's env that the job prints is masked before any consumer sees it."""
+    secret = "s3cr3t-Value-0123456789"
+    leak = "import os\nprint('token is', os.environ['API_TOKEN'], flush=True)"
+    rec = Recorder()
+    pb = parse_playbook(PB.replace("stop_grace: 2}", "stop_grace: 2, env: {API_TOKEN: " + secret + "}}"))
+    rb = Runbook(pb, rec, tmp_path / "runs", lambda pb, node: ScriptedLocal(node, {"a": leak, "b": leak, "c": leak}, {}))
+    (tmp_path / "runs").mkdir(exist_ok=True)
+    try:
+        assert rb.run_all(), rb.states
+    finally:
+        rb.close()
+    shown = [line for ev in rec.of(E.NodeOutput) for line in ev.lines]
+    assert len([x for x in shown if x.startswith("token is ")]) == 3
+    assert not any(secret in x for x in shown), shown
+    assert all(secret not in (rb.run_path / f"{n}.log").read_text() for n in "abc")

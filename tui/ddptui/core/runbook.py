@@ -137,6 +137,8 @@ class Runbook(StepHandlers):
     def emit(self, ev: Event) -> None:
         if self.run_dir is not None and not isinstance(ev, NodeOutput):
             self.run_dir.event(ev.to_json())
+            if isinstance(ev, FindingRaised):  # its evidence quotes lines: shown as the logs show them
+                ev = FindingRaised(masked_finding(ev.finding, self.run_dir.redactor), ev.t)
         self._sink(ev)
 
     def _ensure_run_dir(self) -> RunDir:
@@ -265,6 +267,14 @@ class Runbook(StepHandlers):
         if self.allocation is not None and self.allocation.release():
             self.emit(Notice("info", f"released Slurm allocation {self.allocation.job_id}"))
         _finish_run_dir(self)
+
+
+def masked_finding(f: Finding, r: Redactor) -> Finding:
+    """A finding snapshot whose evidence and summary hide this run's secret values."""
+    from dataclasses import replace
+
+    ev = [replace(e, text=r.text(e.text, "output")) for e in f.evidence]
+    return replace(f, summary=r.text(f.summary, "output"), evidence=ev)
 
 
 def _finish_run_dir(rb: Runbook) -> None:

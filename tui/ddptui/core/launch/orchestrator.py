@@ -139,7 +139,8 @@ class Orchestrator(Watchers):
 
         def on_lines(lines: list[str]) -> None:
             self._last_out[name] = time.monotonic()
-            first = run_dir.append(name, lines)
+            shown = run_dir.redactor.lines(lines)  # the screen gets what the disk gets: no secret in clear
+            first = run_dir.append(name, shown, masked=True)
             nr.tail.extend(lines)
             had_world = nr.agent.world_size
             for line in lines:  # one pass: torchrun's own reports and the smoke test's results
@@ -155,7 +156,7 @@ class Orchestrator(Watchers):
             # The diagnosis and then the sink run on the diagnosis' own thread (diagnosis/worker.py), in
             # the order the batches came: the reader goes back to reading at once, and a finding is
             # still emitted before the lines of the batch that raised it (recordings replay it so).
-            out = NodeOutput(name, tuple(lines), first)
+            out = NodeOutput(name, tuple(shown), first)
             self.diagnosis.feed(name, lines, first, then=lambda: self._sink(out))
 
         return on_lines

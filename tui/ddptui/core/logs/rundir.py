@@ -116,16 +116,17 @@ class RunDir:
     def times_path(self, node: str) -> Path:
         return self.path / f"{safe_name(node)}.times"
 
-    def append(self, node: str, lines: list[str]) -> int:
+    def append(self, node: str, lines: list[str], masked: bool = False) -> int:
         """Write lines to the node's log now; return the 1-based number of the first one (counted
-        on when the log can no longer be written, so line numbers stay those of the stream)."""
+        on when the log can no longer be written, so line numbers stay those of the stream).
+        `masked`: the caller already passed them through this run's redactor."""
         then = _nothing
         with self._lock:
             first = self._counts.setdefault(node, 0) + 1
             self._counts[node] += len(lines)
             if node not in self.write_errors:
                 try:
-                    self._write_log(node, first, lines)
+                    self._write_log(node, first, lines if masked else self.redactor.lines(lines))
                 except OSError as e:
                     then = self._failed(node, self.log_path(node), e)
         then()
@@ -136,7 +137,6 @@ class RunDir:
         if f is None:
             f = self._logs[node] = open_private(self.log_path(node))
             self._times[node] = open_private(self.times_path(node))
-        lines = self.redactor.lines(lines)
         f.write("".join(line + "\n" for line in lines))
         f.flush()
         if lines:

@@ -207,8 +207,9 @@ class Attachment:
             if node not in self.node_states:
                 self.node_states[node] = {"state": NodeStatus.RUNNING, "exit_code": None, "log": str(rd.log_path(node))}
                 self._emit(E.NodeState(node, NodeStatus.RUNNING, f"slurm job {self.job_id}"))
-            first = rd.append(node, lines)
-            out = E.NodeOutput(node, tuple(lines), first, src.stream)
+            shown = rd.redactor.lines(lines)  # the screen gets what the disk gets
+            first = rd.append(node, shown, masked=True)
+            out = E.NodeOutput(node, tuple(shown), first, src.stream)
             diag.feed(node, lines, first, then=lambda out=out: self.sink(out))
             for line in lines:
                 if line.startswith("srun: error: ") and (m := _EXITED.match(line)) and m.group(1) == node:
