@@ -234,3 +234,37 @@ def test_what_reaches_the_screen_hides_the_runs_secrets(tmp_path: Path) -> None:
     assert len([x for x in shown if x.startswith("token is ")]) == 3
     assert not any(secret in x for x in shown), shown
     assert all(secret not in (rb.run_path / f"{n}.log").read_text() for n in "abc")
+
+
+ROOT_CAUSE_LATER = """import sys, time
+time.sleep(1.5)
+print('''Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-01_10:00:00
+  host      : b
+  rank      : 2 (local_rank: 0)
+  exitcode  : 1 (pid: 4242)
+  error_file: <N/A>
+  traceback : torch.distributed.DistNetworkError: failed to recv, got 0 bytes
+============================================================''', flush=True)
+sys.exit(1)"""
+KILLED = "import os, signal\nprint('up', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)"
+
+
+def test_the_first_failure_is_the_first_seen_not_the_first_root_cause(tmp_path: Path, monkeypatch) -> None:
+    """The master's torchrun killed: it prints no Root Cause; a worker fails after it and prints one.
+    The node ddptui saw fail first is named, with the signal its guard reported."""
+    monkeypatch.setattr(watchers, "FAIL_FAST_GRACE", 30)  # let the worker fail on its own
+    rb, rec = runbook(tmp_path, {"a": KILLED, "b": ROOT_CAUSE_LATER, "c": SLEEP})
+    try:
+        assert rb.run_step("connect") and rb.run_step("launch-master") and rb.run_step("launch-workers")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and rb.node_state("b") != NodeStatus.FAILED:
+            time.sleep(0.1)
+        assert rb.node_state("a") == NodeStatus.FAILED and rb.node_state("b") == NodeStatus.FAILED
+        ff = rb.first_failure()
+        assert ff == {"node": "a", "exitcode": 137, "signal": "SIGKILL"}, ff
+        assert describe_failure(ff) == "a exitcode 137 (SIGKILL)"
+    finally:
+        rb.stop_job()
+        rb.close()

@@ -307,10 +307,37 @@ def wait_for_port(master: NodeRun, probe_from: NodeRun, addr: str, port: int, ti
 
 
 def first_failure_of(nodes: dict[str, NodeRun]) -> dict | None:
-    """torchrun's own Root Cause where one was printed, else the first node lost."""
+    """The node whose failure ddptui saw first — its job's exit (failed, not stopped by ddptui) or its
+    loss —, with torchrun's Root Cause where that node printed one. The order events reached ddptui
+    holds across nodes; torchrun's timestamps are each node's own clock, and a killed torchrun prints
+    no Root Cause at all (its workers then fail and print theirs, later). Without such an event:
+    torchrun's earliest Root Cause."""
+    seen = [nr for nr in nodes.values()
+            if nr.state in (NodeStatus.FAILED, NodeStatus.LOST) and nr.ended_at is not None]
+    if seen:
+        first = min(seen, key=lambda nr: nr.ended_at)
+        if first.process is not None and first.process.lost:
+            return {"node": first.name, "lost": True}
+        if first.agent.root_cause:
+            return {"node": first.name, **first.agent.root_cause}
+        rc = first.process.returncode if first.process is not None else None
+        sig = _signal_of(rc)
+        return {"node": first.name, "exitcode": rc, **({"signal": sig} if sig else {})}
     causes = {n: nr.agent.root_cause for n, nr in nodes.items() if nr.agent.root_cause}
     ff = first_failure(causes)
     if ff is not None:
         return {"node": ff[0], **ff[1]}
     lost = [nr.name for nr in nodes.values() if nr.process is not None and nr.process.lost]
     return {"node": lost[0], "lost": True} if lost else None
+
+
+def _signal_of(rc: int | None) -> str | None:
+    """The guard reports a job killed by a signal as 128 + its number, as a shell does."""
+    import signal
+
+    if rc is None or not 128 < rc < 128 + 65:
+        return None
+    try:
+        return signal.Signals(rc - 128).name
+    except ValueError:
+        return None
