@@ -25,7 +25,7 @@ class Printer:
         r = self.redactor
         with self._lock:
             if isinstance(ev, E.NodeOutput):
-                lines = r.lines(list(ev.lines), "output") if r else ev.lines
+                lines = ev.lines  # masked at their source (the run's redactor), as the logs are
                 if self.as_json:
                     for i, text in enumerate(lines):
                         self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,

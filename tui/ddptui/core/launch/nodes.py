@@ -101,8 +101,9 @@ def run_shell(pb: Playbook, step, nodes: list[NodeRun], run_dir: Callable[[], ob
     def one(nr: NodeRun) -> None:
         r = nr.transport.run([], shell=step.run, env=env_for(pb, nr.spec),
                              timeout=step.timeout or pb.ssh.command_timeout)
-        lines = (r.stdout + r.stderr).splitlines() or [f"(no output, rc={r.rc})"]
-        first = run_dir().append(nr.name, lines)
+        rd = run_dir()
+        lines = rd.redactor.lines((r.stdout + r.stderr).splitlines() or [f"(no output, rc={r.rc})"])
+        first = rd.append(nr.name, lines, masked=True)  # the consumers get what the log gets
         sink(NodeOutput(nr.name, tuple(lines), first))
         if r.rc != 0:
             raise StepFailed(f"rc={r.rc}" if r.rc is not None else "timed out")

@@ -13,7 +13,6 @@ on the node, not the one CPU a bare step gets).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
@@ -176,7 +175,3 @@ def _node_addr(node: str, own: list[str]) -> str | None:
         return None
     return next((ip for ip in own if ip in ips), None)
 
-
-def in_allocation() -> str | None:
-    """The job id when ddptui itself runs inside a Slurm allocation (salloc's shell, an sbatch script)."""
-    return os.environ.get("SLURM_JOB_ID") or None

@@ -22,6 +22,7 @@ from ...core.slurm.attach import Attachment, stand_in_playbook
 from ..bridge import Drained, EventBridge
 from ..widgets.panes import PANE_MAX_LINES
 from .playbook import PlaybookScreen
+from .read_only import ReadOnlyActions
 
 
 def _no_cluster(pb, node: str):
@@ -44,7 +45,7 @@ class _PanedBridge(EventBridge):
         return d
 
 
-class AttachScreen(PlaybookScreen):
+class AttachScreen(ReadOnlyActions, PlaybookScreen):
     BINDINGS = [
         Binding("r", "run_step", "Run step", show=False),
         Binding("n", "next_step", "Next", show=False),
@@ -53,7 +54,6 @@ class AttachScreen(PlaybookScreen):
         Binding("x", "stop_job", "Stop job", show=False),
         Binding("q", "app.quit", "Quit", tooltip="Quit: stop reading; the job goes on in Slurm"),
     ]
-    REFUSED = {"run_step", "next_step", "skip_step", "run_all", "stop_job"}
 
     def __init__(self, attachment: Attachment, nodes: list[str], runs_dir: Path) -> None:
         nodes = nodes or ["task0"]
@@ -83,9 +83,6 @@ class AttachScreen(PlaybookScreen):
     def on_unmount(self) -> None:
         self.attachment.stop()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return True if action in self.REFUSED else super().check_action(action, parameters)
-
     def _apply(self, ev: E.Event) -> None:
         if isinstance(ev, E.NodeState) and not self.pane_grid.has_pane(ev.node):
             return
@@ -98,21 +95,7 @@ class AttachScreen(PlaybookScreen):
             return
         super()._apply(ev)
 
-    def _refuse(self) -> None:
-        self.notify("attached read-only: ddptui does not run, stop or change a Slurm job it attached to "
-                    f"(scancel {self.attachment.job_id} stops it)", severity="warning", timeout=8)
-
-    def action_run_step(self) -> None:
-        self._refuse()
-
-    def action_next_step(self) -> None:
-        self._refuse()
-
-    def action_skip_step(self) -> None:
-        self._refuse()
-
-    def action_run_all(self) -> None:
-        self._refuse()
-
-    def action_stop_job(self) -> None:
-        self._refuse()
+    @property
+    def refusal(self) -> str:
+        return ("attached read-only: ddptui does not run, stop or change a Slurm job it attached to "
+                f"(scancel {self.attachment.job_id} stops it)")

@@ -27,13 +27,14 @@ from ..widgets.panes import MergedLog
 from ..widgets.steps import StepsPanel, StepTable
 from ..widgets.timeline import SPEEDS, TimelineBar
 from .playbook import PlaybookScreen
+from .read_only import ReadOnlyActions
 
 
 def _no_cluster(pb: Playbook, node: str):
     raise DdptuiError("a recorded run is read-only: it reaches no node")
 
 
-class BundleScreen(PlaybookScreen):
+class BundleScreen(ReadOnlyActions, PlaybookScreen):
     """A recorded run at a moment of its timeline (its end, when opened); it plays at 1× to 64×."""
 
     BINDINGS = [
@@ -53,7 +54,6 @@ class BundleScreen(PlaybookScreen):
         Binding("x", "stop_job", "Stop job", show=False),
     ]
 
-    REFUSED = {"run_step", "next_step", "skip_step", "run_all", "stop_job"}  # answered with the refusal, in words
 
     def __init__(self, bundle: Bundle, playbook: Playbook, note: str = "", folder: Path | None = None) -> None:
         self.folder = folder or Path.cwd()
@@ -80,9 +80,6 @@ class BundleScreen(PlaybookScreen):
         self.mount(TimelineBar(id="timeline"), after=self.query_one("#main"))
         self.set_interval(1 / 20, self._play_tick)
         self.call_after_refresh(self.action_to_end)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return True if action in self.REFUSED else super().check_action(action, parameters)
 
     @property
     def refusal(self) -> str:
@@ -197,24 +194,6 @@ class BundleScreen(PlaybookScreen):
             return
         self.saved_playbooks.append(path)
         self.notify(f"saved the playbook as {path}: run it with `ddptui {path}`", timeout=10)
-
-    def _refuse(self) -> None:
-        self.notify(self.refusal, severity="warning", timeout=8)
-
-    def action_run_step(self) -> None:
-        self._refuse()
-
-    def action_next_step(self) -> None:
-        self._refuse()
-
-    def action_skip_step(self) -> None:
-        self._refuse()
-
-    def action_run_all(self) -> None:
-        self._refuse()
-
-    def action_stop_job(self) -> None:
-        self._refuse()
 
     def _apply_and_relaunch(self, proposal: Proposal) -> None:
         self._refuse()
