@@ -6,13 +6,16 @@ of several sizes, with colours, fed as lines or as text)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
 from ddptui.core.diagnosis import literals
 from ddptui.core.diagnosis.engine import Engine
-from ddptui.core.diagnosis.literals import HAVE_AUTOMATON, Prefilter
+from ddptui.core.diagnosis.literals import HAVE_AUTOMATON, Prefilter, literals_of
 from tests.core.test_diagnosis_corpus import CONTEXT, GROUPS, split
+
+DATA = Path(__file__).resolve().parent.parent / "data"
 
 PATHS = [pytest.param(True, id="automaton", marks=pytest.mark.skipif(not HAVE_AUTOMATON, reason="no pyahocorasick")),
          pytest.param(False, id="pure-python")]
@@ -77,3 +80,79 @@ def test_the_default_path_follows_the_library_and_can_be_forced(monkeypatch) -> 
     assert Engine(automaton=False)._prefilter.automaton is False
     monkeypatch.setattr(literals, "HAVE_AUTOMATON", False)
     assert Engine()._prefilter.automaton is False  # the library missing: the pure-Python path
+
+
+def corpus_lines() -> list[str]:
+    out = []
+    for d in ("corpus/nccl", "recorded"):
+        for f in sorted((DATA / d).glob("*.log")):
+            out += [x for x in f.read_text(errors="replace").splitlines() if not x.startswith("# ")]
+    return out
+
+
+def test_every_match_of_every_pattern_holds_one_of_its_anchors() -> None:
+    """An anchor that a match can lack would hide that line from its rule: checked on every line
+    of the corpus and the recordings, and on the lines each rule was written for."""
+    e = Engine()
+    lines = corpus_lines()
+    checked = 0
+    by_pattern: dict = {}
+    for lit, entries in e._lit_items:
+        for pat, _, _ in entries:
+            by_pattern.setdefault(pat, []).append(lit)
+    for pat, lits in by_pattern.items():
+        for line in lines:
+            if pat.search(line):
+                checked += 1
+                assert any(lit in line for lit in lits), (pat.pattern, lits, line)
+    assert checked > 300
+
+
+def test_an_alternation_anchors_on_its_branches_with_the_text_around_them() -> None:
+    assert literals_of(r"(?:Bootstrap|NET/Socket) : Using .*lo") == ["Bootstrap : Using ", "NET/Socket : Using "]
+    assert literals_of(r"(?:\.cc:|\.cu:)\d+ -> (\d+)") == [".cc:", ".cu:"]  # not " -> ": every Channel line has it
+    assert literals_of(r"Call to recv from \S+ failed : (Broken pipe|Connection reset by peer)") == [
+        " failed : Broken pipe", " failed : Connection reset by peer"]
+    assert literals_of(r"wait (\d+)ms for a reply") == ["ms for a reply"]  # a group that is no alternation
+    assert literals_of(r"(?:ab|c.d) xyzw") == [" xyzw"]  # a branch too short: the longest run
+
+
+CHATTER = [x for x in (DATA / "corpus" / "nccl" / "90-healthy-socket-aws-64ranks.log").read_text().splitlines()
+           if not x.startswith("# ")]
+
+
+def chatter_then_events() -> list[str]:
+    """A node's NCCL init chatter, many times over, then what must still be seen after it: a host
+    that appears only now (its `via NET/IB` must count although `via NET/` is spent for the others),
+    the requirement ib-not-detected waited for, and a failure."""
+    lines = CHATTER * 60
+    lines += ["late-host:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1",
+              "late-host:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0",
+              "ip-172-31-1-93:45294:45294 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0"]
+    lines += CHATTER * 5
+    lines += ["ip-172-31-1-93:45294:45294 [0] misc/socket.cc:533 -> 2",
+              "ip-172-31-1-93:45294:45294 [0] NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned "
+              "113(No route to host) errno 115(Operation now in progress)"]
+    return lines
+
+
+@pytest.mark.parametrize("automaton", PATHS)
+def test_spent_chatter_is_skipped_and_changes_no_finding(automaton: bool) -> None:
+    """Lines whose every literal can no longer change anything on their node are not looked at
+    in Python; what comes after them is judged exactly as by looking at every line."""
+    lines = chatter_then_events()
+    bulk, one_by_one = Engine(automaton=automaton), Engine(automaton=automaton)
+    looked = []
+    real_line = bulk._line
+    bulk._line = lambda st, n, line, c: (looked.append(n), real_line(st, n, line, c))  # type: ignore[method-assign]
+    for i in range(0, len(lines), 500):
+        bulk.feed("n", lines[i:i + 500])
+        one_by_one._feed_lines(one_by_one._node("n"), i, lines[i:i + 500])  # the same batches, line by line
+        one_by_one._after_batch()
+    want = [f.to_json() for f in one_by_one.finish()]
+    assert [f.to_json() for f in bulk.finish()] == want
+    ids = {f["id"] for f in want}
+    assert {"ib-not-detected", "ib-socket-mismatch"} <= ids, ids  # the late host's IB met the others' Socket
+    assert bulk.nodes["n"].transport["late-host"][:2] == ("IB", True)
+    if automaton:  # the pure-Python path does not know which literals a line holds: it skips nothing
+        assert len(looked) < len(lines) / 2, (len(looked), len(lines))

@@ -21,17 +21,15 @@ from collections.abc import Callable, Iterable
 from .bandwidth import ANCHORS as BANDWIDTH_ANCHORS, BandwidthJudge
 from .catalog import CATALOG, DEFAULT, finding, hidden_ids
 from .classify import decide_signal, signal_of_exit
-from .facts import ANSI, NCCL_HEAD, STATE_LITERALS, NodeState, cross_verdicts, extract_facts
+from .facts import ANSI, STATE_LITERALS, NodeState, cross_verdicts, extract_facts
 from .failures import Failures
 from .literals import Prefilter, literals_of
 from .model import Evidence, Finding
 from .rules import CROSS_RULES, FAILURE_SIGNS, RULES, CrossRule, Rule, Sign
-
-MAX_EVIDENCE_PER_NODE = 5
-Entry = tuple[re.Pattern, int, str]  # pattern, rule (or sign) index, kind: hit | req | res | abs | sign
+from .spent import MAX_EVIDENCE_PER_NODE, Entry, SpentLines, spent_when
 
 
-class Engine:
+class Engine(SpentLines):
     """Feed it lines per node; read `findings`. `on_change(finding)` is called when one appears or changes.
     `automaton=False` takes the pure-Python prefilter even where pyahocorasick is installed.
 
@@ -57,6 +55,8 @@ class Engine:
         self._prefilter = Prefilter(literals, automaton)
         # per literal of the automaton: the entries anchored on it (none for the facts' own literals)
         self._entries_of = [es for _, es in self._lit_items] + [[]] * (len(literals) - len(self._lit_items))
+        self._spent_when = spent_when(literals, self._entries_of)
+        self._heads: dict[str, str | None] = {}  # a line's head up to its first "] " -> the NCCL host in it
 
     # ---- feeding ---------------------------------------------------------------------------
     def _node(self, node: str) -> NodeState:
@@ -105,6 +105,8 @@ class Engine:
                 held = None
             if held is None:
                 cands = self._candidates(line)
+            elif self._spent(st, line, held):
+                continue
             elif len(held) == 1:
                 cands = entries_of[next(iter(held))]
             else:  # in the order of the literals, as `_candidates` gives them
@@ -127,9 +129,8 @@ class Engine:
     def _line(self, st: NodeState, n: int, line: str, candidates: list[Entry]) -> None:
         host = None
         if "NCCL" in line or " INFO " in line or " WARN " in line:
-            m = NCCL_HEAD.search(line)
-            if m:
-                host = m.group(1)
+            host = self._nccl_host(line)
+            if host is not None:
                 st.hosts.add(host)
         key = host or st.name
         self._extract(st, key, n, line)

@@ -56,26 +56,50 @@ def trie_regex(words: Iterable[str]) -> str:
 
 
 def literals_of(pattern: str) -> list[str] | None:
-    """Literals one of which every match must contain: the longest run, or one per branch of a
-    leading alternation; None when there is no such set (then the pattern sees every line)."""
+    """Literals one of which every match must contain: the longest run, or one per branch of an
+    alternation when none of those is shorter (the longer the literals, the fewer the lines that
+    hold one); None when there is no such set (then the pattern sees every line)."""
     lit = _literal(pattern)
-    if lit:
-        return [lit]
+    branch = _branch_literals(pattern)
+    if branch and (not lit or min(map(len, branch)) >= len(lit)):
+        return branch
+    return [lit] if lit else None
+
+
+def _branch_literals(pattern: str) -> list[str] | None:
+    """One literal per branch of the pattern's first top-level alternation that has one in every
+    branch; a branch that is all literal takes the literal text around the group with it
+    (`(?:Bootstrap|NET/Socket) : Using ` gives "Bootstrap : Using " and "NET/Socket : Using ")."""
     try:
-        parsed = sre_parse.parse(pattern)
+        parsed = list(sre_parse.parse(pattern))
     except re.error:
         return None
-    for op, av in parsed:
+    for k, (op, av) in enumerate(parsed):
         branch = None
         if op is sre_parse.BRANCH:  # a non-capturing (?:a|b) is inlined by the parser
             branch = av
         elif op is sre_parse.SUBPATTERN and len(av[-1]) == 1 and av[-1][0][0] is sre_parse.BRANCH:
             branch = av[-1][0][1]
-        if branch is not None:
-            lits = [_literal_items(b) for b in branch[1]]
-            if all(lits):
-                return lits  # type: ignore[return-value]
+        if branch is None:
+            continue
+        before, after = _run(reversed(parsed[:k]))[::-1], _run(parsed[k + 1:])
+        lits = []
+        for b in branch[1]:
+            whole = _run(b)
+            lits.append(before + whole + after if len(whole) == len(b) else _literal_items(b))
+        if all(lits):
+            return lits  # type: ignore[return-value]
     return None
+
+
+def _run(items) -> str:
+    """The literal characters at the start of `items`, up to the first item that is not one."""
+    out = []
+    for op, av in items:
+        if op is not sre_parse.LITERAL:
+            break
+        out.append(chr(av))
+    return "".join(out)
 
 
 def _literal(pattern: str) -> str | None:

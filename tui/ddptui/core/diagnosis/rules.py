@@ -243,7 +243,10 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("exception", _EXC_HEAD + r"Exception(?::|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
     Sign("exception", r"Test NCCL failure "),  # nccl-tests: an NCCL call returned an error
     Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+",)),
-    Sign("warn", r"\.cc?u?:\d+ -> (\d+)"),  # NCCL's return-code chain, printed only on the way out of an error
+    # NCCL's return-code chain, printed only on the way out of an error (its sources are .cc and .cu).
+    # Anchored on ".cc:"/".cu:", not on " -> ": that is in every `Channel 00/0 : 0[0] -> 1[1]` line of
+    # NCCL's init chatter, which would then all reach Python
+    Sign("warn", r"(?:\.cc:|\.cu:)\d+ -> (\d+)"),
     Sign("exit", r"exitcode\s*:?\s*(-?\d+)", ok_values=("0",)),
     Sign("exit", r"returned non-zero exit status (\d+)"),
     Sign("exit", r"(?:[Ee]xited with exit code|exits with return code =) (-?\d+)", ok_values=("0",)),  # srun, DeepSpeed

@@ -1,0 +1,118 @@
+"""Lines that can no longer change anything: NCCL's init chatter, skipped in bulk.
+
+With NCCL_DEBUG=INFO every rank prints its `Channel` and `Ring` lines by the hundred, and each
+holds `via NET/`, one of the facts' literals: the prefilter lets them all through, though only the
+first one per NCCL host says anything (its transport). Likewise a rule that already holds its
+evidence from a node, and a `requires`/`absent` pattern already seen there, learn nothing from
+the next copy of their line. `SpentLines._spent` tells such a line from the literals the automaton
+says it holds, in a few dictionary lookups instead of `_line`'s patterns; the findings are the same
+as looking at every line (tests/core/test_prefilter.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from .bandwidth import ANCHORS as BANDWIDTH_ANCHORS
+from .facts import NCCL_HEAD, STATE_LITERALS, NodeState
+
+if TYPE_CHECKING:
+    from .model import Finding
+    from .rules import Rule
+
+MAX_EVIDENCE_PER_NODE = 5
+Entry = tuple[re.Pattern, int, str]  # pattern, rule (or sign) index, kind: hit | req | res | abs | sign
+_UNSEEN = object()
+TRANSPORT = object()
+
+
+def spent_when(literals: list[str], entries_of: list[list[Entry]]) -> list[tuple | None]:
+    """Per literal: what must hold on a node for a line holding it to change nothing there any
+    more, or None: never (a sign, a resolution and the facts other than the transport count every
+    line). TRANSPORT: the host's transport is definite (`via NET/` is the facts' only use of it); a
+    pattern source (requires, absent): it has been seen on the node (they remember their first
+    match); a rule index (a hit): `_hit_spent`."""
+    facts = set(STATE_LITERALS) | set(BANDWIDTH_ANCHORS)
+    out: list[tuple | None] = []
+    for lit, entries in zip(literals, entries_of):
+        if lit == "via NET/" and not entries:
+            out.append((TRANSPORT,))
+        elif entries and lit not in facts and all(kind in ("req", "abs", "hit") for _, _, kind in entries):
+            out.append(tuple(dict.fromkeys(ri if kind == "hit" else p.pattern for p, ri, kind in entries)))
+        else:
+            out.append(None)
+    return out
+
+
+class SpentLines:
+    """The Engine's half that recognises spent lines (its state: the rules, findings, per-head hosts)."""
+
+    rules: tuple[Rule, ...]
+    _findings: dict[str, Finding]
+    _spent_when: list
+    _heads: dict[str, str | None]
+
+    def _spent(self, st: NodeState, line: str, held: set[int]) -> bool:
+        """Nothing the line's literals feed can change any more on this node (or the NCCL host that
+        printed it). NCCL's init chatter repeats lines whose one use was their first few: `via NET/`
+        in every `Channel` line says the transport its host already said; a rule that already holds
+        its evidence from this node learns nothing from the next copy. Skipping them in bulk is what
+        keeps the engine near the speed of the stream; the findings are the same (test_prefilter)."""
+        when = self._spent_when
+        for li in held:
+            if when[li] is None:
+                return False
+        key = self._key_of(st, line)
+        if key is None:
+            return False
+        for li in held:
+            for c in when[li]:  # type: ignore[union-attr]
+                if c is TRANSPORT:
+                    t = st.transport.get(key)
+                    if t is None or not t[1]:
+                        return False
+                elif c.__class__ is int:
+                    if not self._hit_spent(st, c):  # type: ignore[arg-type]
+                        return False
+                elif c not in st.seen:
+                    return False
+        return True
+
+    def _hit_spent(self, st: NodeState, ri: int) -> bool:
+        """Another match of rule `ri` on this node would change nothing (see `_line` and `_raise`)."""
+        rule = self.rules[ri]
+        if rule.at_end:
+            return f"hit:{ri}" in st.seen
+        if rule.requires and not all(r in st.seen for r in rule.requires):
+            return len(st.pending.get(ri, ())) >= MAX_EVIDENCE_PER_NODE
+        f = self._findings.get(rule.id)
+        if rule.decide is not None or f is None or f.state != "active" or st.name not in f.nodes:
+            return False
+        return sum(e.node == st.name for e in f.evidence) >= MAX_EVIDENCE_PER_NODE
+
+    def _key_of(self, st: NodeState, line: str) -> str | None:
+        """The key `_line` files the line's facts under: the node, or the NCCL host that printed the
+        line; None when that host is one `_line` has not registered on the node yet."""
+        if "NCCL" not in line and " INFO " not in line and " WARN " not in line:
+            return st.name
+        host = self._nccl_host(line)
+        return st.name if host is None else host if host in st.hosts else None
+
+    def _nccl_host(self, line: str) -> str | None:
+        """NCCL_HEAD's first match in the line, its host. A `host:pid:tid [rank]` head ends at the
+        line's first "] " (no match holds "] "), so the head is enough, and a rank's head repeats on
+        each of its lines: the answer is kept per head (one per rank thread, bounded)."""
+        end = line.find("] ") + 1
+        if end > 0:
+            head = line[:end]
+            host = self._heads.get(head, _UNSEEN)
+            if host is _UNSEEN:
+                m = NCCL_HEAD.search(head)
+                host = m.group(1) if m else None
+                if len(self._heads) < 4096:
+                    self._heads[head] = host
+            if host is not None:
+                return host  # type: ignore[return-value]
+        m = NCCL_HEAD.search(line)
+        return m.group(1) if m else None
