@@ -127,6 +127,8 @@ def chatter_then_events() -> list[str]:
     the requirement ib-not-detected waited for, and a failure."""
     lines = CHATTER * 60
     lines += ["late-host:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1",
+              "late-host:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).",
+              "ip-172-31-1-93:45294:45294 [0] NCCL INFO NCCL version 2.18.1+cuda12.1",  # a known host's first
               "late-host:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0",
               "ip-172-31-1-93:45294:45294 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0"]
     lines += CHATTER * 5
@@ -154,5 +156,8 @@ def test_spent_chatter_is_skipped_and_changes_no_finding(automaton: bool) -> Non
     ids = {f["id"] for f in want}
     assert {"ib-not-detected", "ib-socket-mismatch"} <= ids, ids  # the late host's IB met the others' Socket
     assert bulk.nodes["n"].transport["late-host"][:2] == ("IB", True)
+    a, b = bulk.nodes["n"], one_by_one.nodes["n"]
+    for fact in ("hosts", "seen", "version", "transport", "plugin", "nnodes_seen", "comm", "pending"):
+        assert getattr(a, fact) == getattr(b, fact), fact  # every fact the cross rules compare, as line by line
     if automaton:  # the pure-Python path does not know which literals a line holds: it skips nothing
         assert len(looked) < len(lines) / 2, (len(looked), len(lines))

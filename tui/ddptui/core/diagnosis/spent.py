@@ -24,20 +24,29 @@ if TYPE_CHECKING:
 MAX_EVIDENCE_PER_NODE = 5
 Entry = tuple[re.Pattern, int, str]  # pattern, rule (or sign) index, kind: hit | req | res | abs | sign
 _UNSEEN = object()
-TRANSPORT = object()
+
+# A literal that only the facts read, and when its line can tell them nothing new about its key
+# (the node or NCCL host): the fact is taken once (facts.extract_facts) and that key has it.
+FACT_SETTLED = {
+    "via NET/": lambda st, key: (t := st.transport.get(key)) is not None and t[1],  # a definite transport
+    "NCCL version": lambda st, key: key in st.version,
+    "No plugin found": lambda st, key: key in st.plugin,  # "internal" is kept only where nothing is
+    "Could not find: libnccl-net": lambda st, key: key in st.plugin,
+    "Failed to find ncclNetPlugin symbol": lambda st, key: key in st.plugin,
+}
 
 
 def spent_when(literals: list[str], entries_of: list[list[Entry]]) -> list[tuple | None]:
     """Per literal: what must hold on a node for a line holding it to change nothing there any
     more, or None: never (a sign, a resolution and the facts other than the transport count every
-    line). TRANSPORT: the host's transport is definite (`via NET/` is the facts' only use of it); a
+    line). A function of (node state, key): a fact taken once that the key has (FACT_SETTLED); a
     pattern source (requires, absent): it has been seen on the node (they remember their first
     match); a rule index (a hit): `_hit_spent`."""
     facts = set(STATE_LITERALS) | set(BANDWIDTH_ANCHORS)
     out: list[tuple | None] = []
     for lit, entries in zip(literals, entries_of):
-        if lit == "via NET/" and not entries:
-            out.append((TRANSPORT,))
+        if lit in FACT_SETTLED and not entries:
+            out.append((FACT_SETTLED[lit],))
         elif entries and lit not in facts and all(kind in ("req", "abs", "hit") for _, _, kind in entries):
             out.append(tuple(dict.fromkeys(ri if kind == "hit" else p.pattern for p, ri, kind in entries)))
         else:
@@ -68,14 +77,13 @@ class SpentLines:
             return False
         for li in held:
             for c in when[li]:  # type: ignore[union-attr]
-                if c is TRANSPORT:
-                    t = st.transport.get(key)
-                    if t is None or not t[1]:
-                        return False
-                elif c.__class__ is int:
+                if c.__class__ is int:
                     if not self._hit_spent(st, c):  # type: ignore[arg-type]
                         return False
-                elif c not in st.seen:
+                elif c.__class__ is str:
+                    if c not in st.seen:
+                        return False
+                elif not c(st, key):
                     return False
         return True
 
