@@ -113,7 +113,8 @@ class Orchestrator(Watchers):
         self._set_state(nr, NodeStatus.LAUNCHING, f"{plan.role}, node_rank {plan.node_rank}")
         spec = LaunchSpec(plan.argv, plan.env, plan.cwd, grace=self.pb.job.stop_grace,
                           detach_log=f"~/.cache/ddptui/runs/{run_dir.run_id}/{safe_name(nr.name)}.log",
-                          silence=silence_limit(self.pb.ssh.keepalive))  # the guard's own stop on a cut link
+                          silence=silence_limit(self.pb.ssh.keepalive),  # the guard's own stop on a cut link
+                          mask=tuple(sorted(set(run_dir.redactor.values.values()))))  # names, never values
         try:
             proc = nr.transport.start(spec, self._output_handler(nr, run_dir), nr.python)
         except OSError as e:  # this machine's python (a local node's) is gone or not a program
