@@ -213,6 +213,7 @@ class Orchestrator(Watchers):
             self._set_state(nr, NodeStatus.DETACHED, f"left running, pgid {proc.pgid}", rc=rc)
         elif proc.lost:
             self._set_state(nr, NodeStatus.LOST, nr.error or "the connection to the node was lost", rc=rc)
+            self._closed(nr)  # lost by a keepalive: the others are already stopping
         elif nr.name in self._stopping:
             self._set_state(nr, NodeStatus.STOPPED, f"stopped (rc={rc})", rc=rc)
         elif rc == 0:
