@@ -112,6 +112,9 @@ def test_ctrl_c_stops_the_job_and_exits_130(tmp_path: Path, runs_dir: Path) -> N
     assert not alive, [c.cmdline() for c in alive]
     (run,) = list(runs_dir.iterdir())
     assert sum("ddptui-smoke result" in x for x in (run / "localhost.log").read_text().splitlines()) == 2
+    summary = json.loads((run / "summary.json").read_text())  # what a later `ddptui report` reads
+    assert summary["steps"]["watch"] == "failed" and "running" not in summary["steps"].values(), summary["steps"]
+    assert summary["nodes"]["localhost"]["state"] == "stopped" and summary["ok"] is False
 
 
 async def test_tui_runs_the_local_playbook_and_both_results_reach_the_pane(runs_dir: Path) -> None:

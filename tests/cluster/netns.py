@@ -118,10 +118,34 @@ class Cluster:
         self.ns_exec(node, "tc", "qdisc", "del", "dev", "eth0", "root", check=False)
 
     def stop_sshd(self, node: str) -> None:
+        """TERM the node's listening sshd (a restart's first half): connections already open live on."""
         n = self.nodes[node]
         if n.sshd_pid:
             _kill(n.sshd_pid)
             n.sshd_pid = None
+
+    def kill_sshd(self, node: str) -> list[int]:
+        """SIGKILL every sshd of the node, the listener and each connection's own (the OOM killer, a
+        `pkill -9 sshd`): the sessions' processes lose their stdin and stdout. The pids killed."""
+        killed = []
+        for pid in self.pids(node):
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                    os.kill(pid, 9)
+                    killed.append(pid)
+            except OSError:
+                pass
+        n = self.nodes[node]
+        if n.sshd_pid:
+            _kill(n.sshd_pid)  # reaps it: it is this process's child
+            n.sshd_pid = None
+        return killed
+
+    def start_sshd(self, node: str) -> None:
+        """Start the node's sshd again (after stop_sshd or kill_sshd) and wait until it listens."""
+        if not self.nodes[node].sshd_pid:
+            _start_sshd(self, self.nodes[node])
+            _wait_listening(self)
 
 
 def _kill(pid: int, timeout: float = 3.0) -> None:

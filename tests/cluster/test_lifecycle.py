@@ -64,11 +64,17 @@ def runbook(cluster: Cluster, pb_path: Path, runs_dir: Path, rec: Recorder) -> R
     return Runbook(load_playbook(pb_path), rec, runs_dir, make_factory(SSHSettings(ssh_config=cluster.ssh_config)))
 
 
-def start_long_job(cluster, tmp_path, runs_dir, port, nodes=NODES, extra="", name="long") -> tuple[Runbook, Recorder]:
-    pb = cluster_playbook(tmp_path, nodes, port=port, name=name, args='["--steps", "2", "--sleep", "300"]',
-                          extra_job="", steps="", env="")
+def long_playbook(tmp_path: Path, port: int, nodes=NODES, extra: str = "", name: str = "long") -> Path:
+    """Every rank prints its result, then sleeps 300 s: a job that is quiet and running. `extra`: more
+    `ssh:` settings (`  keepalive: 1\n`)."""
+    pb = cluster_playbook(tmp_path, nodes, port=port, name=name, args='["--steps", "2", "--sleep", "300"]')
     if extra:
         pb.write_text(pb.read_text().replace("ssh:\n", "ssh:\n" + extra))
+    return pb
+
+
+def start_long_job(cluster, tmp_path, runs_dir, port, nodes=NODES, extra="", name="long") -> tuple[Runbook, Recorder]:
+    pb = long_playbook(tmp_path, port, nodes, extra, name)
     rec = Recorder()
     rb = runbook(cluster, pb, runs_dir, rec)
     for step in ("connect", "launch-master", "wait-master", "launch-workers"):

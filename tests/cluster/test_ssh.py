@@ -424,10 +424,11 @@ def test_a_job_left_running_survives_the_connection(cluster: Cluster, ssh_env: P
 
     t = transport(cluster, "node03")
     t.connect()
-    code = "import time\nfor i in range(600):\n print('tick', i, flush=True); time.sleep(0.05)\n"
+    code = "import os, time\nfor i in range(600):\n print('tick', i, os.environ['API_TOKEN'], flush=True); time.sleep(0.05)\n"
     log = f"/tmp/ddptui-detach-test-{time.time_ns()}.log"
-    proc = t.start(LaunchSpec((sys.executable, "-c", code), {}, None, 2.0, detach_log=log), lambda _: None,
-                   sys.executable)
+    token = "tok-7c6d5e4f3a2b1c"  # the run's secret: the file on the node must not have it in clear
+    proc = t.start(LaunchSpec((sys.executable, "-c", code), {"API_TOKEN": token}, None, 2.0, detach_log=log,
+                              mask=("API_TOKEN",)), lambda _: None, sys.executable)
     assert proc.started.wait(10)
     assert proc.detach() and proc.detach_log == log
     t.close()  # ddptui quits: the connection goes away
@@ -436,7 +437,9 @@ def test_a_job_left_running_survives_the_connection(cluster: Cluster, ssh_env: P
         assert proc.pid in cluster.pids("node03")
         n1 = len(Path(log).read_text().splitlines())
         time.sleep(0.5)
-        assert len(Path(log).read_text().splitlines()) > n1 > 0
+        text = Path(log).read_text()
+        assert len(text.splitlines()) > n1 > 0
+        assert token not in text and text.count("***REDACTED:API_TOKEN***") >= n1
     finally:
         cluster.ns_exec("node03", "kill", "-TERM", "--", f"-{proc.pgid}", check=False)
         Path(log).unlink(missing_ok=True)

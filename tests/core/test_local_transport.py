@@ -126,3 +126,38 @@ def test_detach_leaves_the_job_running_and_its_output_on_the_node(tmp_path):
     finally:
         os.killpg(proc.pgid, signal.SIGTERM)  # the command ddptui prints for the user
     assert proc.wait(20) is not None
+
+
+def test_the_detach_log_hides_the_runs_secrets_as_the_runs_logs_do(tmp_path):
+    """The guard is told the secret variables' names (never their values: its env has them) and
+    masks whole lines, so a token the job writes in two pieces is hidden too."""
+    import os
+    import signal
+
+    token, log = "tok-7c6d5e4f3a2b1c", tmp_path / "node.log"
+    code = ("import os, sys, time\nt = os.environ['API_TOKEN']\nfor i in range(600):\n"
+            " sys.stdout.write('tick %d tok=%s' % (i, t[:6])); sys.stdout.flush(); time.sleep(0.02)\n"
+            " print(t[6:] + ' and ' + os.environ['MY_VAR'], flush=True); time.sleep(0.02)\n")
+    t = LocalTransport("here")
+    seen: list[str] = []
+    spec = LaunchSpec((sys.executable, "-c", code), {"API_TOKEN": token, "MY_VAR": "green-lantern"}, None, 2.0,
+                      detach_log=str(log), mask=("API_TOKEN", "MY_VAR", "NOT_SET"))
+    proc = t.start(spec, seen.extend, sys.executable)
+    assert proc.started.wait(10)
+    deadline = time.time() + 10
+    while not seen and time.time() < deadline:
+        time.sleep(0.05)
+    assert token in seen[0]  # to ddptui as printed: ddptui masks what it receives itself
+    try:
+        assert proc.detach()
+        deadline = time.time() + 10
+        while (not log.exists() or log.read_text().count("\n") < 10) and time.time() < deadline:
+            time.sleep(0.1)
+        text = log.read_text()
+        assert token not in text and "green-lantern" not in text and token[:6] not in text
+        lines = text.splitlines()[1:]  # the first may have begun before the detach
+        assert len(lines) >= 9 and all(x.endswith("tok=***REDACTED:API_TOKEN*** and ***REDACTED:MY_VAR***")
+                                       for x in lines), lines
+    finally:
+        os.killpg(proc.pgid, signal.SIGTERM)
+    assert proc.wait(20) is not None

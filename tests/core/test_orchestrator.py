@@ -160,6 +160,30 @@ def test_a_node_that_stops_answering_is_lost_and_the_rest_stopped(tmp_path: Path
     assert describe_failure(rb.first_failure()) == "c (the node stopped answering)"
 
 
+def test_a_node_whose_connection_closes_is_lost_and_the_rest_stopped(tmp_path: Path) -> None:
+    """Its sshd killed: the connection ends with no exit status and no keepalive missed yet. The job
+    cannot finish without the node: the others are stopped at once, not left to run to their end."""
+    import signal
+
+    rb, rec = runbook(tmp_path, {"a": SLEEP, "b": SLEEP, "c": SLEEP})
+    for step in ("connect", "launch-master", "launch-workers"):
+        assert rb.run_step(step)
+    c = rb.launch.nodes["c"].process
+    c._exit_status = lambda: (None, True)  # what the SSH channel says once its connection is gone
+    try:
+        os.kill(c._p.pid, signal.SIGKILL)  # the guard's pipes close, as when the node's sshd dies
+        assert not rb.run_step("watch")
+    finally:
+        if not gone(c.pgid):
+            os.killpg(c.pgid, signal.SIGKILL)  # the guard was SIGKILLed: nothing stopped its job
+        rb.close()
+    assert rb.node_state("c") == NodeStatus.LOST
+    assert rb.node_state("a") == rb.node_state("b") == NodeStatus.STOPPED
+    assert rb.first_failure() == {"node": "c", "lost": True}
+    assert any("c: the connection closed before its job's exit: stopping the job on a, b" in n.text
+               for n in rec.of(E.Notice))
+
+
 def test_a_second_launch_while_running_is_refused(tmp_path: Path) -> None:
     rb, rec = runbook(tmp_path, {"a": SLEEP, "b": SLEEP, "c": SLEEP})
     try:

@@ -113,7 +113,8 @@ class Orchestrator(Watchers):
         self._set_state(nr, NodeStatus.LAUNCHING, f"{plan.role}, node_rank {plan.node_rank}")
         spec = LaunchSpec(plan.argv, plan.env, plan.cwd, grace=self.pb.job.stop_grace,
                           detach_log=f"~/.cache/ddptui/runs/{run_dir.run_id}/{safe_name(nr.name)}.log",
-                          silence=silence_limit(self.pb.ssh.keepalive))  # the guard's own stop on a cut link
+                          silence=silence_limit(self.pb.ssh.keepalive),  # the guard's own stop on a cut link
+                          mask=tuple(sorted(set(run_dir.redactor.values.values()))))  # names, never values
         try:
             proc = nr.transport.start(spec, self._output_handler(nr, run_dir), nr.python)
         except OSError as e:  # this machine's python (a local node's) is gone or not a program
@@ -212,6 +213,7 @@ class Orchestrator(Watchers):
             self._set_state(nr, NodeStatus.DETACHED, f"left running, pgid {proc.pgid}", rc=rc)
         elif proc.lost:
             self._set_state(nr, NodeStatus.LOST, nr.error or "the connection to the node was lost", rc=rc)
+            self._closed(nr)  # lost by a keepalive: the others are already stopping
         elif nr.name in self._stopping:
             self._set_state(nr, NodeStatus.STOPPED, f"stopped (rc={rc})", rc=rc)
         elif rc == 0:

@@ -51,4 +51,15 @@ class Watchers:
         nr.transport.close()  # ends its readers: the process is done, lost
         self._stop_nodes([o for o in self.nodes.values() if o is not nr])
 
+    def _closed(self, nr: NodeRun) -> None:
+        """A node's connection ended without its job's exit (its sshd killed, the node rebooting): the
+        job cannot finish without it, so the others are stopped now, as for a node that stopped
+        answering. Its guard, its stdin closed, stops the job there itself."""
+        others = [o for o in self.nodes.values() if o is not nr and o.running and o.name not in self._stopping]
+        if others and not self.stopped_by_user and not self.closed:
+            self._emit(Notice("error", f"{nr.name}: the connection closed before its job's exit: stopping the job "
+                                       f"on {', '.join(o.name for o in others)}; its guard stops the job there",
+                              nr.name))
+            self._stop_nodes(others)
+
     # ---- stop and detach -------------------------------------------------------------------------

@@ -66,10 +66,12 @@ class LaunchSpec:
     grace: float = 10.0
     detach_log: str | None = None  # where the node keeps the output if the user leaves the job running
     silence: float | None = None  # stop the job after this long without a line from ddptui (None: never)
+    mask: tuple[str, ...] = ()  # env names whose values the detach log hides (names only: the env has them)
 
     def to_stdin(self) -> bytes:
         return (json.dumps({"argv": list(self.argv), "env": self.env, "cwd": self.cwd, "grace": self.grace,
-                            "detach_log": self.detach_log, "silence": self.silence}) + "\n").encode()
+                            "detach_log": self.detach_log, "silence": self.silence,
+                            "mask": list(self.mask)}) + "\n").encode()
 
 
 class RemoteProcess(ABC):

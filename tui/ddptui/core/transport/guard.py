@@ -14,7 +14,9 @@ It reads one JSON line from stdin: {"argv": [...], "env": {...}, "cwd": "...", "
   sends a heartbeat line every few seconds, so silence means ddptui is gone or the link to it is
   cut (a cut link closes nothing: without this the job would run on until the link returns);
 - on `detach` (the user chose to leave the job running) relays the output to `detach_log` on the
-  node instead and no longer stops the job when stdin closes or falls silent.
+  node instead and no longer stops the job when stdin closes or falls silent. That file gets what
+  the run's logs get: the values of the env variables named in "mask" (the run's secrets, which
+  the guard already has in its env) are replaced, line by line, by ***REDACTED:NAME***.
 
 Words on stdin it does not know (the heartbeat, a later ddptui's words) are ignored.
 
@@ -24,6 +26,7 @@ This file must stay self-contained, standard-library-only Python 3.6+: it runs o
 import ctypes
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -77,6 +80,20 @@ def signal_all(pgid, sig):
             pass
 
 
+def masker(env, names):
+    """bytes -> bytes with the values of the named variables hidden (as ddptui's Redactor does in
+    the run's logs: values of 4 characters or more), or None when there is none to hide."""
+    hide = {}
+    for name in names or ():
+        value = (env.get(name) or "").strip()
+        if len(value) >= 4:
+            hide[value.encode()] = ("***REDACTED:%s***" % name).encode()
+    if not hide:
+        return None
+    rx = re.compile(b"|".join(re.escape(v) for v in sorted(hide, key=len, reverse=True)))
+    return lambda data: rx.sub(lambda m: hide[m.group(0)], data)
+
+
 def main():
     spec = json.loads(sys.stdin.readline())
     try:  # PR_SET_CHILD_SUBREAPER = 36
@@ -102,18 +119,28 @@ def main():
     grace = float(spec.get("grace", 10))
     stopping = threading.Event()
     detached = threading.Event()
-    sink = {"fd": sys.stdout.fileno()}
+    out = sys.stdout.fileno()
+    sink = {"fd": out}
+    mask = masker(env, spec.get("mask"))
 
     def relay():
         src = child.stdout.fileno()
+        held = b""  # in the detach log: the unfinished last line, masked once whole
         while True:
-            data = os.read(src, 65536)
-            if not data:
-                return
+            chunk = data = os.read(src, 65536)
+            if mask is not None and sink["fd"] != out:
+                data, held = held + chunk, b""
+                keep = len(data) - data.rfind(b"\n") - 1  # bytes after the last newline
+                if chunk and keep <= 65536:  # a line longer than that is masked in pieces
+                    data, held = data[:len(data) - keep], data[len(data) - keep:]
+                data = mask(data)
             try:
-                os.write(sink["fd"], data)
+                if data:
+                    os.write(sink["fd"], data)
             except OSError:
                 pass  # ddptui is gone; if the user detached, the log file takes over
+            if not chunk:
+                return
 
     relay_thread = threading.Thread(target=relay, daemon=True)
     relay_thread.start()
