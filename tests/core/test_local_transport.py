@@ -98,6 +98,27 @@ def test_line_splitter_keeps_partial_lines():
     assert s.feed(b"\xff tail") == [] and s.flush() == ["\ufffd tail"]
 
 
+def test_line_splitter_gives_each_line_as_if_decoded_alone_whatever_the_chunks():
+    """Chunks cut anywhere, even inside a UTF-8 sequence; bad bytes, CRs: each line comes out as
+    that line's bytes decoded by themselves (the splitter decodes a chunk's whole lines at once)."""
+    import random
+
+    rnd = random.Random(7)
+    pieces = [b"a", b"\n", b"\r\n", b"\r", "é".encode(), "漢".encode(), b"\xff", b"\xe4\xb8", b" NCCL INFO "]
+    for _ in range(300):
+        data = b"".join(rnd.choice(pieces) for _ in range(rnd.randrange(0, 40)))
+        want = [x.decode("utf-8", "replace").rstrip("\r") for x in data.split(b"\n")]
+        if not data.split(b"\n")[-1]:  # the data ended with a newline (or is empty): no partial line left
+            want.pop()
+        s, got, i = LineSplitter(), [], 0
+        while i < len(data):
+            n = rnd.randrange(1, 8)
+            got += s.feed(data[i:i + n])
+            i += n
+        got += s.flush()
+        assert got == want, data
+
+
 def test_detach_leaves_the_job_running_and_its_output_on_the_node(tmp_path):
     import os
     import signal

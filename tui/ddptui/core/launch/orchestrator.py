@@ -144,12 +144,14 @@ class Orchestrator(Watchers):
             first = run_dir.append(name, shown, masked=True)
             nr.tail.extend(lines)
             had_world = nr.agent.world_size
-            for line in lines:  # one pass: torchrun's own reports and the smoke test's results
-                nr.agent.feed(line)
-                if "ddptui-smoke result" in line and (r := parse_result_line(line)):
-                    self.results.append({**r, "node": name})
-                elif "ddptui-smoke bandwidth" in line:
-                    self.bandwidth.feed(name, line)
+            text = "\n".join(lines)  # one pass in C says whether any line is for the loops below
+            nr.agent.feed_lines(lines, text)
+            if "ddptui-smoke " in text:
+                for line in lines:  # the smoke test's results
+                    if "ddptui-smoke result" in line and (r := parse_result_line(line)):
+                        self.results.append({**r, "node": name})
+                    elif "ddptui-smoke bandwidth" in line:
+                        self.bandwidth.feed(name, line)
             if had_world is None and nr.agent.world_size not in (None, expected_world):
                 # torchrun does not fail when nproc_per_node differs by node: compare what it assembled
                 self._emit(Notice("warning", f"{name}: torchrun assembled a world of {nr.agent.world_size} "

@@ -16,9 +16,14 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> list[str]:
         data = self._tail + data
-        parts = data.split(b"\n")
-        self._tail = parts.pop()
-        return [p.decode("utf-8", "replace").rstrip("\r") for p in parts]
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._tail = data
+            return []
+        self._tail = data[cut + 1:]
+        # decoded in one piece ("\n" is never inside a UTF-8 sequence, so lines decode as they would apart)
+        lines = data[:cut].decode("utf-8", "replace").split("\n")
+        return [x.rstrip("\r") for x in lines] if b"\r" in data else lines
 
     def flush(self) -> list[str]:
         tail, self._tail = self._tail, b""

@@ -137,7 +137,7 @@ class RunDir:
         if f is None:
             f = self._logs[node] = open_private(self.log_path(node))
             self._times[node] = open_private(self.times_path(node))
-        f.write("".join(line + "\n" for line in lines))
+        f.write("\n".join(lines) + "\n" if lines else "")
         f.flush()
         if lines:
             # floored, never rounded up: a line must not seem to arrive after what it caused

@@ -20,6 +20,16 @@ class RootCauseParser:
         self.root_cause: dict | None = None
         self.world_size: int | None = None
 
+    def feed_lines(self, lines: list[str], text: str | None = None) -> None:
+        """A batch; `text`: its lines joined by newlines, when the caller has it. A batch that holds
+        neither the block's head nor the world size (nearly every one) costs one search in C."""
+        if not self._in:
+            text = "\n".join(lines) if text is None else text
+            if "Root Cause" not in text and "global_world_sizes=" not in text:
+                return
+        for line in lines:
+            self.feed(line)
+
     def feed(self, line: str) -> None:
         # on the log hot path: most lines are neither part of the block nor the world size
         if not self._in and "Root Cause" not in line and "global_world_sizes=" not in line:
