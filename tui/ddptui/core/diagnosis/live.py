@@ -9,7 +9,8 @@ observation of ddptui's, raised the moment the worker's line arrives.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from .engine import Engine
 from .worker import SerialWorker
@@ -18,6 +19,18 @@ from .model import Evidence, Finding
 
 WAITING = "Rendezvous'ing worker group"
 JOINED = ("Rendezvous complete for workers", "init_process_group done")
+
+
+ReadBack = Callable[[int], Iterator[list[str]]]  # count -> that many lines from disk, in chunks
+
+
+@dataclass
+class Spill:
+    """A node's lines that went to disk while the diagnosis queue was full, read back later."""
+
+    first: int  # the number of the first
+    count: int
+    read_back: ReadBack
 
 
 class LiveDiagnosis:
@@ -43,10 +56,15 @@ class LiveDiagnosis:
 
     def run_in_background(self) -> None:
         self._worker = SerialWorker()
+        self._worker.on_idle = self._catch_up
+        self._spills: dict[str, Spill] = {}  # node -> its lines owed to the diagnosis, on disk
+        self._spill_lock = threading.Lock()  # never held across a blocking put
 
     def flush(self) -> None:
         """Until every batch fed so far has been diagnosed."""
         if self._worker is not None:
+            for node in list(self._spills):
+                self._settle(node)
             self._worker.join()
 
     def reset(self) -> None:
@@ -58,12 +76,52 @@ class LiveDiagnosis:
             self._own: dict[str, Finding] = {}
             self._joined: set[str] = set()
 
-    def feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None = None) -> None:
-        """`then()` is called once the batch is diagnosed (on the worker, in order, after its findings)."""
-        if self._worker is not None:
-            self._worker.put(self._feed, node, lines, first, then)
-        else:
-            self._feed(node, lines, first, then)
+    def feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None = None,
+             read_back: ReadBack | None = None) -> None:
+        """`then()` is called once the batch is diagnosed (on the worker, in order, after its findings).
+        `read_back(count)`: the node's lines from this batch's first on, from disk; with it, a batch
+        that finds the diagnosis queue full is not held: the diagnosis reads it back once it has
+        caught up (findings then come after the lines on screen, never later than needed to read them)."""
+        w = self._worker
+        if w is None:
+            return self._feed(node, lines, first, then)
+        with self._spill_lock:  # non-blocking offers only: the worker takes this lock to catch up
+            sp = self._spills.get(node)
+            if sp is not None and read_back is not None and then is None and sp.first + sp.count == first:
+                if not w.offer(self._feed_back, node, sp):
+                    sp.count += len(lines)  # still behind: this batch is owed too
+                    return
+                del self._spills[node]
+                sp = None
+            if sp is None and w.offer(self._feed, node, lines, first, then):
+                return
+            if sp is None and read_back is not None and then is None:
+                self._spills[node] = Spill(first, len(lines), read_back)
+                return
+        self._settle(node)  # what is owed first (its lines could be read back), then this batch, waiting
+        w.put(self._feed, node, lines, first, then)
+
+    def _settle(self, node: str) -> None:
+        """Queue the node's owed lines, waiting for room (the node's own reader, or the end of the run)."""
+        with self._spill_lock:
+            sp = self._spills.pop(node, None)
+        if sp is not None:
+            self._worker.put(self._feed_back, node, sp)  # type: ignore[union-attr]
+
+    def _catch_up(self) -> None:
+        """On the worker, its queue empty: queue the lines owed (a node that went quiet after a
+        flood is diagnosed to its last line without waiting for another)."""
+        with self._spill_lock:
+            for node, sp in list(self._spills.items()):
+                if not self._worker.offer(self._feed_back, node, sp):  # type: ignore[union-attr]
+                    break
+                del self._spills[node]
+
+    def _feed_back(self, node: str, sp: Spill) -> None:
+        n = sp.first
+        for chunk in sp.read_back(sp.count):
+            self._feed(node, chunk, n, None)
+            n += len(chunk)
 
     def _feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None) -> None:
         with self._lock:
@@ -77,6 +135,7 @@ class LiveDiagnosis:
         """A node's job failed with `rc`: a known signal is its cause now; any other code makes
         `finish()` say `unrecognized-failure` if no rule explains that node."""
         if self._worker is not None:  # after the node's lines queued before it
+            self._settle(node)
             self._worker.put(self._node_exited, node, rc)
         else:
             self._node_exited(node, rc)

@@ -1,9 +1,10 @@
 """One thread that runs the live diagnosis, off the readers' path.
 
-Each node's reader thread writes its batch to disk and queues the rest here: the diagnosis of
-the batch and then its delivery to the sink run on this worker, in the order the batches came,
-so findings are raised in order, before the lines that raised them reach the screen, and may lag
-the disk by a batch (never by seconds: the queue is bounded).
+Each node's reader thread writes its batch to disk, hands it to the screen, and queues its
+diagnosis here; the calls run on this worker in the order they came. The queue is bounded: a
+reader that finds it full does not wait (live.py: the diagnosis reads those lines back from the
+node's log when it has caught up), so the job and the screen never wait for the diagnosis.
+`on_idle` runs on the worker whenever the queue has emptied (live.py queues the lines it owes).
 The thread starts when work arrives and ends after it has been idle a while; `join()` waits until
 everything queued so far has run (the watch step does, before its verdict).
 """
@@ -26,15 +27,27 @@ class SerialWorker:
         self._idle = idle_seconds
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self.on_idle: Callable[[], None] | None = None
         self.error: BaseException | None = None  # the first call that raised; re-raised by join()
 
     def put(self, fn: Callable[..., None], *args: object) -> None:
         self._ensure_thread()
-        # Blocks only when MAX_QUEUED batches are already waiting: the last resort, holding the
-        # reader back (the node's pipe then fills and the node waits) rather than letting the
-        # diagnosis fall seconds behind or its queue grow without bound.
+        # Blocks when MAX_QUEUED calls are already waiting: for lines that cannot be read back
+        # from disk (their log could not be written), the last resort, holding the reader back
+        # (the node's pipe then fills and the node waits) rather than letting the queue grow
+        # without bound.
         self._q.put((fn, args))
         self._ensure_thread()  # the thread may have gone idle between the two
+
+    def offer(self, fn: Callable[..., None], *args: object) -> bool:
+        """Queue the call if there is room now; False (nothing queued) if not."""
+        self._ensure_thread()
+        try:
+            self._q.put_nowait((fn, args))
+        except queue.Full:
+            return False
+        self._ensure_thread()
+        return True
 
     def join(self) -> None:
         """Until every call queued so far has run (not from the worker itself: nothing to wait for)."""
@@ -62,6 +75,8 @@ class SerialWorker:
                 continue
             try:
                 fn(*args)
+                if self.on_idle is not None and self._q.empty():
+                    self.on_idle()  # before task_done: join() does not return while it queues more
             except BaseException as e:  # kept for join(); the worker goes on with the next batch
                 self.error = self.error or e
             finally:

@@ -141,6 +141,7 @@ class Orchestrator(Watchers):
         def on_lines(lines: list[str]) -> None:
             self._last_out[name] = time.monotonic()
             shown = run_dir.redactor.lines(lines)  # the screen gets what the disk gets: no secret in clear
+            at = run_dir.log_size(name)
             first = run_dir.append(name, shown, masked=True)
             nr.tail.extend(lines)
             had_world = nr.agent.world_size
@@ -156,11 +157,13 @@ class Orchestrator(Watchers):
                 # torchrun does not fail when nproc_per_node differs by node: compare what it assembled
                 self._emit(Notice("warning", f"{name}: torchrun assembled a world of {nr.agent.world_size} "
                                              f"processes, the playbook plans {expected_world}", name))
-            # The diagnosis and then the sink run on the diagnosis' own thread (diagnosis/worker.py), in
-            # the order the batches came: the reader goes back to reading at once, and a finding is
-            # still emitted before the lines of the batch that raised it (recordings replay it so).
-            out = NodeOutput(name, tuple(shown), first)
-            self.diagnosis.feed(name, lines, first, then=lambda: self._sink(out))
+            # Disk, then the screen, then the diagnosis, which runs on its own thread
+            # (diagnosis/worker.py) and may fall behind a flood: it reads the lines it owes back
+            # from the log rather than hold this reader (and so the job's output) back.
+            self._sink(NodeOutput(name, tuple(shown), first))
+            written = at is not None and run_dir.log_size(name) is not None
+            self.diagnosis.feed(name, lines, first, read_back=(lambda count, at=at: run_dir.read_back(
+                name, at, count)) if written else None)
 
         return on_lines
 

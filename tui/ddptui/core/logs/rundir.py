@@ -24,7 +24,7 @@ import secrets
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -97,6 +97,7 @@ class RunDir:
         self._logs: dict[str, IO[str]] = {}
         self._times: dict[str, IO[str]] = {}
         self._counts: dict[str, int] = {}
+        self._sizes: dict[str, int] = {}  # bytes of each node's log
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
         self.write_errors: dict[str, str] = {}  # what ("node04", "events.jsonl", "summary.json") -> why it stopped
@@ -132,13 +133,36 @@ class RunDir:
         then()
         return first
 
+    def log_size(self, node: str) -> int | None:
+        """Bytes in the node's log so far; None once it can no longer be written."""
+        return None if node in self.write_errors else self._sizes.get(node, 0)
+
+    def read_back(self, node: str, offset: int, count: int, block: int = 1 << 22) -> Iterator[list[str]]:
+        """`count` lines of the node's log from byte `offset` (a batch's start, `log_size` before
+        it), in chunks of about `block` bytes: what the live diagnosis owes when it fell behind."""
+        with open(self.log_path(node), "rb") as f:
+            f.seek(offset)
+            tail = b""
+            while count > 0 and (data := f.read(block)):
+                data = tail + data
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    tail = data
+                    continue
+                tail = data[cut + 1:]
+                lines = data[:cut].decode("utf-8", "replace").split("\n")[:count]
+                count -= len(lines)
+                yield lines
+
     def _write_log(self, node: str, first: int, lines: list[str]) -> None:
         f = self._logs.get(node)
         if f is None:
             f = self._logs[node] = open_private(self.log_path(node))
             self._times[node] = open_private(self.times_path(node))
-        f.write("\n".join(lines) + "\n" if lines else "")
+        data = "\n".join(lines) + "\n" if lines else ""
+        f.write(data)
         f.flush()
+        self._sizes[node] = self._sizes.get(node, 0) + (len(data) if data.isascii() else len(data.encode()))
         if lines:
             # floored, never rounded up: a line must not seem to arrive after what it caused
             self._times[node].write(f"{first} {len(lines)} {math.floor(time.time() * 1000) / 1000:.3f}\n")
