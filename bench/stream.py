@@ -1,17 +1,22 @@
-"""Headless streaming: `ddptui run --headless` of a playbook of N `transport: local` nodes, each
-running torchrun with a workload that replays recorded NCCL lines fast (bench/nccl_flood.py);
-from the workload's first line to the last line on disk in the run's node logs (torchrun's own
-start-up is left out, and shown apart as launch -> exit).
+"""Headless streaming: `ddptui run --headless` of a playbook of N nodes, each running torchrun
+with a workload that replays recorded NCCL lines fast (bench/nccl_flood.py); from the workload's
+first line to the last line on disk in the run's node logs (torchrun's own start-up is left out,
+and shown apart as launch -> exit), and from there to the run's verdict (when the live diagnosis
+has read every line: it may fall behind a flood, never the disk or the screen).
 
-Baselines, run beside it: N parallel `cat FILE > out` of the same lines, and N parallel copies
-of the workload itself writing to a file (what producing the lines costs, no ddptui at all).
+Nodes are `transport: local` processes here, or with `--ssh` (root; the namespace cluster of the
+tests, brought up and down by the bench) real nodes over ssh. Baselines, run beside it: N
+parallel `cat FILE > out` of the same lines (with `--ssh`: `ssh NODE cat FILE > out`, OpenSSH),
+and N parallel copies of the workload itself writing to a file (what producing the lines costs).
 
-    .venv/bin/python -m bench.stream [--quick] [--lines N] [--nodes 1,4] [--reps R]
+    .venv/bin/python -m bench.stream [--quick] [--ssh] [--lines N] [--nodes 1,4] [--reps R]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import socket
 import statistics
@@ -19,19 +24,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = ROOT / "bench" / "nccl_flood.py"
 
 
-def playbook(d: Path, nodes: int, lines: int, port: int) -> Path:
+def playbook(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None) -> Path:
     pb = d / f"stream{nodes}.yaml"
-    names = ", ".join(f"n{i}" for i in range(nodes))
+    listed = ", ".join(names[:nodes] if names else [f"n{i}" for i in range(nodes)])
     pb.write_text(f"""\
 name: stream{nodes}
-transport: local
-nodes: [{names}]
+{"" if names else "transport: local"}
+nodes: [{listed}]
 job:
   script: {WORKLOAD}
   args: ["{lines}"]
@@ -53,21 +59,30 @@ def start_of(log: Path) -> float:
     raise RuntimeError(f"{log}: no start line")
 
 
-def ddptui_stream(d: Path, nodes: int, lines: int, port: int, attempts: int = 2) -> tuple[float, float]:
-    """(first line -> last line on disk, launch -> exit) in seconds. A failed run is tried once more
-    (torch 2.13's torchrun can abort at exit after a good run, as tests/test_local_run.py allows)."""
+def verdict_time(run: Path) -> float:
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    return max(e["t"] for e in events if e.get("event") == "step" and e.get("step") == "watch")
+
+
+def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
+                  ssh_config: Path | None = None, attempts: int = 2) -> tuple[float, float, float]:
+    """(first line -> last line on disk, last line on disk -> verdict, launch -> exit) in seconds. A
+    failed run is tried once more (torch 2.13's torchrun can abort at exit after a good run, as
+    tests/test_local_run.py allows)."""
     for attempt in range(attempts):
         runs = d / f"runs{port}-{attempt}"
         printed = d / f"printed{port}.txt"  # what --headless prints (every line): to a file, not into memory
+        extra = ["--ssh-config", str(ssh_config)] if ssh_config else []
         t0 = time.time()
         with open(printed, "w") as out:
-            r = subprocess.run([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port)),
-                                "--headless", "--runs-dir", str(runs)], stdout=out, stderr=subprocess.STDOUT)
+            r = subprocess.run([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names)),
+                                "--headless", "--runs-dir", str(runs), *extra], stdout=out, stderr=subprocess.STDOUT)
         wall = time.time() - t0
         logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
         if r.returncode == 0 and len(logs) == nodes:
             printed.unlink()
-            return max(p.stat().st_mtime for p in logs) - min(start_of(p) for p in logs), wall
+            last = max(p.stat().st_mtime for p in logs)
+            return last - min(start_of(p) for p in logs), verdict_time(logs[0].parent) - last, wall
     tail = "\n".join(x for x in printed.read_text().splitlines() if " NCCL " not in x)[-3000:]
     raise RuntimeError(f"ddptui run failed (rc {r.returncode}): {tail}")
 
@@ -96,6 +111,7 @@ def parallel(cmds: list[list[str]], outs: list[Path]) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench.stream")
     ap.add_argument("--quick", action="store_true", help="20k lines, 1 and 2 nodes, one repetition")
+    ap.add_argument("--ssh", action="store_true", help="real nodes over ssh: the namespace cluster (root)")
     ap.add_argument("--lines", type=int, default=None)
     ap.add_argument("--nodes", default=None, help="comma-separated node counts (default 1,4)")
     ap.add_argument("--reps", type=int, default=None)
@@ -103,25 +119,40 @@ def main(argv: list[str] | None = None) -> int:
     lines = args.lines or (20_000 if args.quick else 1_000_000)
     counts = [int(x) for x in (args.nodes or ("1,2" if args.quick else "1,4")).split(",")]
     reps = args.reps or (1 if args.quick else 3)
-    with tempfile.TemporaryDirectory() as tmp:
+    names = [f"node{i:02d}" for i in range(2, 2 + max(counts))] if args.ssh else None
+    if args.ssh:
+        from bench.common import namespace_cluster
+    with tempfile.TemporaryDirectory() as tmp, (namespace_cluster(names) if args.ssh else nullcontext()) as cl:
+        if args.ssh and cl is None:
+            return 0
         d = Path(tmp)
+        os.chmod(d, 0o755)  # the nodes' users read the lines file (root here, but say so)
+        cfg = cl.ssh_config if cl else None
+        if cl:  # a HOME with no ~/.ssh: only the cluster's ssh_config counts
+            (d / "home" / ".ssh").mkdir(parents=True)
+            os.environ["HOME"] = str(d / "home")
         src = d / "lines.txt"
         subprocess.run([sys.executable, str(WORKLOAD), str(lines)], stdout=open(src, "w"), check=True)
+        how = "ssh NODE cat FILE" if cl else "cat FILE"
         for n in counts:
-            ts, walls, cats, prods = [], [], [], []
+            ts, lags, walls, cats, prods = [], [], [], [], []
             for _ in range(reps):  # interleaved: ddptui, then the baselines, each repetition
-                t, wall = ddptui_stream(d, n, lines, free_port())
+                t, lag, wall = ddptui_stream(d, n, lines, free_port(), names, cfg)
                 ts.append(t)
+                lags.append(lag)
                 walls.append(wall)
                 outs = [d / f"out{i}" for i in range(n)]
-                cats.append(parallel([["cat", str(src)]] * n, outs))
+                cat = [["ssh", "-F", str(cfg), node, "cat", str(src)] for node in names[:n]] if cl else [["cat", str(src)]] * n
+                cats.append(parallel(cat, outs))
                 prods.append(parallel([[sys.executable, str(WORKLOAD), str(lines)]] * n, outs))
             t, c, p = statistics.median(ts), statistics.median(cats), statistics.median(prods)
-            print(f"{n} node(s) x {lines:,} NCCL lines, median of {reps}:")
+            where = "over ssh (namespace cluster)" if cl else "local"
+            print(f"{n} node(s) x {lines:,} NCCL lines, {where}, median of {reps}:")
             print(f"  ddptui --headless   first line -> last on disk {t:6.2f} s  {n * lines / t / 1e6:5.2f} M lines/s"
                   f"  (launch -> exit {statistics.median(walls):.2f} s)")
-            print(f"  {n} x cat FILE > out                              {c:6.2f} s   ratio {t / c:.1f}x")
+            print(f"  {n} x {how} > out{' ' * (38 - len(how))}{c:6.2f} s   ratio {t / c:.1f}x")
             print(f"  {n} x the workload > out (the producer alone)     {p:6.2f} s   ratio {t / p:.1f}x")
+            print(f"  last line on disk -> verdict (diagnosis done, torchrun gone) {statistics.median(lags):5.2f} s")
     return 0
 
 

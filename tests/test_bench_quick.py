@@ -31,6 +31,7 @@ def test_diagnosis_quick_prints_the_engine_and_grep() -> None:
 def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
     out = quick("bench.stream")
     assert "1 node(s)" in out and "cat FILE > out" in out and "ratio" in out, out
+    assert "last line on disk -> verdict" in out, out  # the diagnosis' lag behind the disk, said
 
 
 def test_startup_quick_prints_help_import_and_first_frame() -> None:

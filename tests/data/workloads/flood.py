@@ -1,17 +1,29 @@
-"""TEST WORKLOAD (named as such): floods stdout with NCCL_DEBUG_SUBSYS=ALL-like lines, fast."""
+"""TEST WORKLOAD (named as such): floods stdout with NCCL_DEBUG_SUBSYS=ALL-like lines, fast.
+
+    flood.py N [STOPFILE]: N lines; with STOPFILE, more after them until that file exists (so a
+    test knows the flood is still on while it presses keys). The last line says how many."""
 
 import os
 import sys
+from pathlib import Path
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
+stop = Path(sys.argv[2]) if len(sys.argv) > 2 else None
 rank = os.environ.get("RANK", "0")
 w = sys.stdout.write
-chunk = []
-for i in range(n):
-    chunk.append(f"flood-host:{rank}:{i % 97} [0] NCCL INFO Channel {i % 32:02d}/0 : {rank}[0] -> 1[1] via NET/Socket/0 line {i}\n")
-    if len(chunk) == 2000:
-        w("".join(chunk))
-        chunk = []
-w("".join(chunk))
-w(f"flood done rank {rank} lines {n}\n")
+i = 0
+
+
+def chunk(count: int) -> None:
+    global i
+    w("".join(f"flood-host:{rank}:{j % 97} [0] NCCL INFO Channel {j % 32:02d}/0 : {rank}[0] -> 1[1] via NET/Socket/0 "
+              f"line {j}\n" for j in range(i, i + count)))
+    i += count
+
+
+while i < n:
+    chunk(min(2000, n - i))
+while stop is not None and not stop.exists():
+    chunk(2000)
+w(f"flood done rank {rank} lines {i}\n")
 sys.stdout.flush()
