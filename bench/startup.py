@@ -1,6 +1,7 @@
 """Start-up: `ddptui --help` against `python -c pass`, and the TUI's first frame in a pseudo-terminal
 (the picker's title drawn) against a minimal Textual app's (one Static drawn), each process
-started fresh; and `import ddptui.ui.app` against `import textual.app` alone.
+started fresh; and `import ddptui.ui.app` against `import textual.app` alone. What ddptui.tcss
+costs: the app's first frame with and without it (CSS_PATH = None; the widgets' DEFAULT_CSS stays).
 
     .venv/bin/python -m bench.startup [--quick] [--reps R]
 """
@@ -18,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+APP = ("import sys\nfrom ddptui.ui.app import DdptuiApp\n"
+       "if sys.argv[1:] == ['--no-css']:\n    DdptuiApp.CSS_PATH = None\nDdptuiApp().run()\n")
 MINIMAL = ("from textual.app import App\nfrom textual.widgets import Static\n"
            "class A(App):\n    def compose(self):\n        yield Static('minimal-ready')\nA().run()\n")
 
@@ -61,10 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     reps = args.reps or (2 if args.quick else 9)
     py = sys.executable
-    rows: dict[str, list[float]] = {k: [] for k in ("help", "pass", "imp_app", "imp_textual", "tui", "minimal")}
+    rows: dict[str, list[float]] = {k: [] for k in ("help", "pass", "imp_app", "imp_textual", "tui", "minimal",
+                                                    "app_css", "app_nocss")}
     with tempfile.TemporaryDirectory() as d:
         minimal = Path(d) / "minimal.py"
         minimal.write_text(MINIMAL)
+        app = Path(d) / "app.py"
+        app.write_text(APP)
         for _ in range(reps):  # interleaved: each figure next to its baseline
             rows["help"].append(timed([py, "-m", "ddptui", "--help"]))
             rows["pass"].append(timed([py, "-c", "pass"]))
@@ -72,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             rows["imp_textual"].append(timed([py, "-c", "import textual.app"]))
             rows["tui"].append(first_frame([py, "-m", "ddptui"], b"Pick a playbook", d))
             rows["minimal"].append(first_frame([py, str(minimal)], b"minimal-ready", d))
+            rows["app_css"].append(first_frame([py, str(app)], b"Pick a playbook", d))
+            rows["app_nocss"].append(first_frame([py, str(app), "--no-css"], b"Pick a playbook", d))
     m = {k: statistics.median(v) for k, v in rows.items()}
     print(f"start-up, median of {reps} (each a fresh process):")
     print(f"  ddptui --help           {m['help'] * 1e3:6.0f} ms   python -c pass     {m['pass'] * 1e3:6.0f} ms   "
@@ -80,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
           f"ratio {m['imp_app'] / m['imp_textual']:.2f}x")
     print(f"  TUI first frame         {m['tui'] * 1e3:6.0f} ms   minimal Textual    {m['minimal'] * 1e3:6.0f} ms   "
           f"ratio {m['tui'] / m['minimal']:.2f}x")
+    print(f"  the app, ddptui.tcss    {m['app_css'] * 1e3:6.0f} ms   without it         {m['app_nocss'] * 1e3:6.0f} ms   "
+          f"the CSS costs {(m['app_css'] - m['app_nocss']) * 1e3:.0f} ms")
     return 0
 
 

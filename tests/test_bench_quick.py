@@ -37,3 +37,11 @@ def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
 def test_startup_quick_prints_help_import_and_first_frame() -> None:
     out = quick("bench.startup")
     assert "ddptui --help" in out and "import ddptui.ui.app" in out and "TUI first frame" in out, out
+
+
+@needs_torch
+@pytest.mark.torch
+def test_tui_flood_quick_prints_keys_rss_and_disk_with_their_baselines() -> None:
+    out = quick("bench.tui_flood")
+    assert "key -> screen, flood" in out and "idle app" in out, out
+    assert "TUI peak RSS" in out and "minimal Textual app" in out and "ddptui --headless" in out, out

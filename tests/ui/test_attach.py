@@ -38,6 +38,8 @@ async def test_a_failing_job_streams_into_panes_and_findings(tmp_path: Path) -> 
         assert s.pane_grid.pane("node02").total_lines == len(bodies[0])
         assert "host-oom-exit-9" in {f.id for f in s.findings}
         assert str(s.pane_grid.pane("node03").state) == "failed"
+        await pilot.press("2")  # the all-nodes view is drawn once its tab shows
+        await pilot.pause()
         merged = s.query_one("#merged")
         assert merged.line_count >= len(bodies[0]) + len(bodies[1]) + 2  # srun's own line too
         assert "FAILED" in str(s.query_one("#status").render())

@@ -93,7 +93,10 @@ async def test_open_shows_what_the_run_recorded(segv_bundle: Path, tmp_path: Pat
         assert "READ-ONLY" in banner and b.manifest["host"] in banner and "ddptui 0.1" in banner
         assert str(b.manifest["created"])[:10] in banner and b.manifest["user"] in banner
         # the all-nodes view, filters and find work on the recorded lines
+        await pilot.press("2")  # drawn once its tab shows
+        await pilot.pause()
         assert s.query_one("#merged").line_count == len(b.lines("localhost"))
+        await pilot.press("1")
         await pilot.press("v", "v", "v")  # no launcher INFO, NCCL, warnings+errors
         assert pane.filter == "warnings+errors" and pane.log.line_count < len(pane.buffer)
         await pilot.press("v", "v", "v")

@@ -16,20 +16,8 @@ from .core.errors import UsageError
 EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 
 
-def attach_parser(cmds, common) -> None:
-    a = cmds.add_parser("attach", help="follow a Slurm batch job's output per node, diagnosed live (read-only)",
-                        description="Follow a Slurm batch job (sbatch; srun --label for per-node lines) as its "
-                                    "output grows: each node's lines, the live diagnosis, and a run directory "
-                                    "for `ddptui diagnose`/`bundle`. Read-only: it never cancels or signals "
-                                    "the job; Ctrl-C stops reading, the job goes on.")
-    a.add_argument("job_id", metavar="JOBID", help="the Slurm job id (squeue -u $USER lists yours)")
-    a.add_argument("--headless", action="store_true", help="without the TUI: lines prefixed with their node")
-    a.add_argument("--json", action="store_true", help="with --headless: one JSON event per line")
-    common(a)
-
-
 def cmd_attach(args: argparse.Namespace) -> int:
-    from .cli import _runs_dir
+    from .cli_commands import _runs_dir
 
     if not args.job_id.replace("_", "").replace("+", "").isalnum():
         raise UsageError(f"{args.job_id!r} is not a Slurm job id")
@@ -40,7 +28,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def _headless(args: argparse.Namespace, runs_dir) -> int:
-    from .cli import _raise_interrupt
+    from .cli_commands import _raise_interrupt
     from .cli_printer import Printer
     from .core import events as E
     from .core.slurm.attach import Attachment

@@ -15,41 +15,6 @@ from .core.errors import UsageError
 EXIT_OK, EXIT_FAIL = 0, 1
 
 
-def bundle_parsers(cmds, common) -> None:
-    """The `bundle`, `report` and `diff` subcommands; `common` adds the flags every subcommand takes."""
-    b = cmds.add_parser("bundle", help="pack a finished run into one hand-off file (.ddpt), secrets redacted")
-    b.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    b.add_argument("-o", "--output", type=Path, metavar="FILE", help="where to write it (default: RUN_DIR.ddpt)")
-    b.add_argument("--max-size", type=_size, default=None, metavar="SIZE",
-                   help="refuse to write a bigger file; node logs are cut (head and tail kept) to fit "
-                        "(default 25MB, GitHub's attachment limit; e.g. 10MB, 500KB)")
-    b.add_argument("--redact", action="append", default=[], metavar="NAME",
-                   help="also hide this env variable's value everywhere (repeatable), beside the playbook's redact:")
-    b.add_argument("--json", action="store_true", help="print the manifest")
-    common(b)
-    r = cmds.add_parser("report", help="Markdown for a GitHub issue, from a bundle or a run directory")
-    r.add_argument("source", type=Path, metavar="BUNDLE|RUN_DIR")
-    common(r)
-    d = cmds.add_parser("diff", help="two runs or bundles side by side: env, facts, transports, findings, exits")
-    d.add_argument("a", type=Path, metavar="A")
-    d.add_argument("b", type=Path, metavar="B")
-    d.add_argument("--json", action="store_true", help="print one JSON object")
-    common(d)
-
-
-def _size(text: str) -> int:
-    import re
-
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)(i?b?)\s*", text, re.I)
-    if not m:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (write e.g. 25MB, 500KB or 1000000)")
-    unit = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[m.group(2).lower()]
-    n = int(float(m.group(1)) * unit)
-    if n <= 0:
-        raise argparse.ArgumentTypeError("the size must be greater than 0")
-    return n
-
-
 def _open(path: Path):
     """A bundle or a run directory (redacted like a bundle); neither is bad input (exit 2, one line)."""
     from .core.bundle import BundleError, open_any

@@ -13,15 +13,6 @@ from pathlib import Path
 from .core.errors import UsageError
 
 
-def open_parser(cmds, common) -> None:
-    o = cmds.add_parser("open", help="a hand-off file (.ddpt) or a run directory in the TUI, read-only, "
-                                     "with no cluster; --headless prints a summary")
-    o.add_argument("source", type=Path, metavar="BUNDLE|RUN_DIR")
-    o.add_argument("--headless", action="store_true",
-                   help="print whose run it is, its nodes, steps and findings instead of opening the TUI")
-    common(o)
-
-
 def cmd_open(args: argparse.Namespace) -> int:
     from .core.bundle import BundleError, open_any
     from .core.bundle.view import summary_text, viewing_playbook

@@ -17,17 +17,6 @@ from .core.errors import UsageError
 MAX_SCRIPT_BYTES = 1 << 20  # a batch script is text; a bigger file is something else
 
 
-def sbatch_parser(cmds, common) -> None:
-    s = cmds.add_parser("sbatch", help="write the playbook as a Slurm batch script; --check FILE names the "
-                                       "mistakes in a batch script, by line")
-    s.add_argument("playbook", nargs="?", type=Path, help="the playbook to write as a batch script")
-    s.add_argument("-o", "--output", type=Path, metavar="FILE",
-                   help="write the script here (mode 0600) instead of printing it")
-    s.add_argument("--check", type=Path, metavar="FILE", help="check this batch script instead")
-    s.add_argument("--json", action="store_true", help='with --check: print {"file": ..., "mistakes": [...]}')
-    common(s)
-
-
 def cmd_sbatch(args: argparse.Namespace) -> int:
     if args.check is not None:
         if args.playbook is not None or args.output is not None:

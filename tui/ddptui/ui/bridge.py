@@ -39,6 +39,7 @@ class EventBridge:
         (a new run's reset, a relaunch's commands must not land above lines that came first); the
         caller drains again while `pending`."""
         out = Drained()
+        chunks: list[NodeOutput] = []  # "node │ line" is made for the newest lines only, at the end
         q = self._q
         while q:
             if out.counts and not isinstance(q[0], NodeOutput):
@@ -47,9 +48,7 @@ class EventBridge:
             if isinstance(ev, NodeOutput):
                 buf = out.lines.setdefault(ev.node, [])
                 buf.extend(ev.lines)
-                out.merged.extend(f"{ev.node} │ {x}" for x in ev.lines[-self.max_lines:])
-                if len(out.merged) > 2 * self.max_lines:
-                    del out.merged[: len(out.merged) - self.max_lines]
+                chunks.append(ev)
                 out.counts[ev.node] = out.counts.get(ev.node, 0) + len(ev.lines)
                 if len(buf) > 2 * self.max_lines:
                     del buf[: len(buf) - self.max_lines]
@@ -58,4 +57,11 @@ class EventBridge:
         for buf in out.lines.values():
             if len(buf) > self.max_lines:
                 del buf[: len(buf) - self.max_lines]
+        need, parts = self.max_lines, []
+        for ev in reversed(chunks):
+            if need <= 0:
+                break
+            parts.append([f"{ev.node} │ {x}" for x in ev.lines[-need:]])
+            need -= len(parts[-1])
+        out.merged = [x for part in reversed(parts) for x in part]
         return out

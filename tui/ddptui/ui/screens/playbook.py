@@ -159,7 +159,8 @@ class PlaybookScreen(AllocationView, FixActions, StepThroughScreen):
             self.refresh_bindings()  # a job started or ended, a finding or a command came: other keys apply
         self.pane_grid.write(d.lines, d.counts)
         if d.merged:
-            self.query_one(MergedLog).append(d.merged)
+            merged = self.query_one(MergedLog)
+            merged.append(d.merged, shown=merged.parent.display)
         results = self.query_one(ResultsTab)
         for node, lines in d.lines.items():
             results.feed(node, lines)

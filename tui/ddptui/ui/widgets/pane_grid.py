@@ -76,23 +76,33 @@ class PaneGrid(TabPane):
 
     # ---- lines and states -----------------------------------------------------------------------
     def write(self, lines: dict[str, list[str]], counts: dict[str, int]) -> None:
-        """One frame's lines, per node (already trimmed to what a pane holds)."""
+        """One frame's lines, per node (already trimmed to what a pane holds); a pane that is not on
+        screen (another tab, or collapsed) only keeps them, till it shows (`catch_up`)."""
         for node, batch in lines.items():
-            self.pane(node).write(batch, counts[node])
-        for node in lines:
-            self.pane(node).refresh_header()
+            pane = self.pane(node)
+            pane.write(batch, counts[node], shown=self.display and not pane.has_class("-collapsed"))
+            pane.refresh_header()
 
     def tick(self) -> None:
-        """Running panes' elapsed time."""
+        """Running panes' elapsed time; a pane on screen that skipped lines of a flood now over, whole again."""
         for pane in self.panes:
             if pane.state == NodeStatus.RUNNING:
                 pane.refresh_header()
+            if pane.stale and not pane.fed and self.display and not pane.has_class("-collapsed"):
+                pane.catch_up()
+            pane.fed = False
+
+    def on_show(self) -> None:
+        for pane in self.panes:
+            if not pane.has_class("-collapsed"):
+                pane.catch_up()
 
     def reset(self) -> None:
         """A new run: every pane empty and pending."""
         for pane in self.panes:
             pane.log.clear()
             pane.buffer.clear()
+            pane.stale = False
             pane.total_lines = 0
             pane.started = pane.ended = None
             pane.ranks = ""
@@ -103,6 +113,8 @@ class PaneGrid(TabPane):
         for p in self.panes:
             p.set_class(p.node != node, "-collapsed")
         self.open_pane = node
+        if self.display:
+            self.pane(node).catch_up()
 
     def open_next(self) -> None:
         if not self.many_nodes:

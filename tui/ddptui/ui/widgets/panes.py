@@ -18,6 +18,8 @@ from ...core.states import NodeStatus
 from ...core.logs.classify import fold, line_kind, line_matches
 
 PANE_MAX_LINES = 5000  # lines a pane (and the all-nodes log) keeps; the full log is on disk
+FOLLOW_LINES = 200  # at most this many new lines a frame reach a log that follows its tail (more than a
+# screen); under a flood the rest wait in the pane's buffer, and the log is rebuilt from it once the flood calms
 
 NODE_STYLE = {
     NodeStatus.PENDING: "dim", NodeStatus.CONNECTING: "yellow", NodeStatus.CONNECTED: "cyan",
@@ -73,6 +75,8 @@ class NodePane(Vertical):
         self.filter = "all"
         # the pane's bounded store: what a filter is applied to (the full log is on disk)
         self.buffer: collections.deque[str] = collections.deque(maxlen=max_lines)
+        self.stale = False  # the log skipped lines that the buffer has (see write)
+        self.fed = False  # lines came since the last tick
         self.border_title = f"{node} · {role}"
         self.clock: Callable[[], float] = time.time  # a recorded run's replay sets its own
 
@@ -122,21 +126,47 @@ class NodePane(Vertical):
             self.started, self.ended = None, None
         self.refresh_header()
 
-    def write(self, lines: list[str], received: int) -> None:
+    def write(self, lines: list[str], received: int, shown: bool = True) -> None:
+        """A frame's lines (`received` came, these are the newest). A hidden pane only keeps them; one
+        that follows its tail draws the newest FOLLOW_LINES: its log skips lines until `catch_up`."""
         self.buffer.extend(lines)
         self.total_lines += received
-        if self.filter != "all":
+        self.fed = True
+        if not shown:
+            self.stale = True
+            return
+        following = self.following
+        if following and len(lines) > FOLLOW_LINES:
+            self.stale = True  # the log skips what is older than the newest lines
+            lines = _newest(lines, self.filter, FOLLOW_LINES)
+        elif self.stale:  # the flood calmed, or the user scrolled up: the whole buffer, once
+            self.catch_up()
+            return
+        elif self.filter != "all":
             lines = [x for x in lines if line_matches(x, self.filter)]
-            if not lines:
-                return
+        if not lines:
+            return
+        if self.filter != "all":
             self._note("")
+        self.log.write_lines([fold(x) for x in lines], scroll_end=following)
+
+    @property
+    def following(self) -> bool:
         log = self.log
-        at_bottom = log.scroll_offset.y >= log.max_scroll_y - 1
-        log.write_lines([fold(x) for x in lines], scroll_end=at_bottom)
+        return log.scroll_offset.y >= log.max_scroll_y - 1
+
+    def catch_up(self) -> None:
+        """The log rebuilt from the buffer, if it skipped lines (a flood, or hidden)."""
+        if self.stale:
+            y, following = self.log.scroll_offset.y, self.following
+            self.set_filter(self.filter)
+            if not following:
+                self.log.scroll_to(y=y, animate=False)
 
     def set_filter(self, flt: str) -> None:
         """Show only the lines that match, from what the pane holds; new lines are filtered too."""
         self.filter = flt
+        self.stale = False
         log = self.log
         log.clear()
         shown = [fold(x) for x in self.buffer if line_matches(x, flt)]
@@ -183,15 +213,52 @@ class NodePane(Vertical):
 
 
 class MergedLog(Log):
-    """Every node's lines as `node │ line`, in arrival order, coloured like the panes."""
+    """Every node's lines as `node │ line`, in arrival order, coloured like the panes. Like a pane,
+    it keeps what it is sent while hidden and draws only the newest lines of a flood while it follows
+    its tail (`catch_up` rebuilds it)."""
 
     def __init__(self, **kw) -> None:
         super().__init__(max_lines=PANE_MAX_LINES, highlight=True, **kw)
         self.highlighter = SeverityHighlighter()
+        self.buffer: collections.deque[str] = collections.deque(maxlen=PANE_MAX_LINES)
+        self.stale = False
 
-    def append(self, lines: list[str]) -> None:
+    def append(self, lines: list[str], shown: bool = True) -> None:
         """Add lines, following the tail only while the user is at the bottom."""
-        self.write_lines(lines, scroll_end=self.scroll_offset.y >= self.max_scroll_y - 1)
+        self.buffer.extend(lines)
+        following = self.scroll_offset.y >= self.max_scroll_y - 1
+        if not shown or (following and len(lines) > FOLLOW_LINES):
+            self.stale = True
+            if not shown:
+                return
+            lines = lines[-FOLLOW_LINES:]
+        elif self.stale:
+            self.catch_up()
+            return
+        self.write_lines(lines, scroll_end=following)
+
+    def on_show(self) -> None:
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        if self.stale:
+            self.stale = False
+            self.clear()
+            self.write_lines(list(self.buffer), scroll_end=True)
+
+
+def _newest(lines: list[str], flt: str, n: int) -> list[str]:
+    """The newest `n` of `lines` that filter `flt` keeps, in order (a flood's tail: no need to test the rest)."""
+    if flt == "all":
+        return lines[-n:]
+    out = []
+    for x in reversed(lines):
+        if line_matches(x, flt):
+            out.append(x)
+            if len(out) == n:
+                break
+    out.reverse()
+    return out
 
 
 def enclosing_pane(widget: Widget | None) -> NodePane | None:

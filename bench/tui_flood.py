@@ -1,0 +1,216 @@
+"""The TUI under a flood: `ddptui run PLAYBOOK` (the TUI, in a pseudo-terminal that this script
+reads as a terminal would) on N `transport: local` nodes, each a torchrun replaying recorded NCCL
+lines fast (bench/nccl_flood.py, as bench/stream.py). While the lines stream, `v` (the filter
+cycle) is pressed again and again; key -> screen is the time from writing the key to the pty until
+the new filter's name is in what the TUI writes back (the panes' bottom border says
+`filter: NAME`). Also the TUI process's peak RSS (VmHWM), and first line -> last on disk.
+
+Baselines, run beside it: the same key on the same app once the flood is over (idle); a minimal
+Textual app's peak RSS; `ddptui run --headless` of the same playbook (first line -> last on disk).
+
+    .venv/bin/python -m bench.tui_flood [--quick] [--runs 4x1000000,8x200000] [--reps R] [--size 160x45]
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import pty
+import random
+import select
+import signal
+import statistics
+import struct
+import sys
+import tempfile
+import termios
+import time
+from pathlib import Path
+
+from bench.startup import MINIMAL
+from bench.stream import ddptui_stream, free_port, playbook, start_of
+
+FILTERS = ["no launcher INFO", "NCCL", "warnings+errors", "rank 0", "all"]  # v's cycle, from "all" (1 proc/node)
+
+
+class Term:
+    """A process in a pseudo-terminal of `cols` x `rows`, its output read (and kept only since `mark`)."""
+
+    def __init__(self, argv: list[str], cols: int, rows: int, env: dict[str, str]) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.environ.update(env, TERM="xterm-256color", COLUMNS=str(cols), LINES=str(rows))
+            os.execv(argv[0], argv)
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.buf = bytearray()
+        self.total = 0
+        self.presses = 0  # of `v`: where the filter cycle is
+
+    def pump(self, timeout: float) -> None:
+        r, _, _ = select.select([self.fd], [], [], timeout)
+        while r:
+            try:
+                b = os.read(self.fd, 1 << 20)
+            except OSError:
+                return
+            self.buf += b
+            self.total += len(b)
+            r, _, _ = select.select([self.fd], [], [], 0)
+
+    def mark(self) -> None:
+        self.buf.clear()
+
+    def wait_for(self, marker: bytes, timeout: float) -> bool:
+        deadline = time.perf_counter() + timeout
+        seen = 0
+        while time.perf_counter() < deadline:
+            if marker in self.buf[max(0, seen - len(marker)):]:
+                return True
+            seen = len(self.buf)
+            self.pump(0.002)
+        return False
+
+    def idle(self, seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            self.pump(min(0.02, max(0.0, end - time.perf_counter())))
+        self.mark()
+
+    def hwm_mb(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def close(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                break
+            end = time.time() + 3
+            while time.time() < end:
+                if os.waitpid(self.pid, os.WNOHANG) != (0, 0):
+                    os.close(self.fd)
+                    return
+                self.pump(0.05)
+        os.close(self.fd)
+
+
+def _tail(p: Path, n: int = 8192) -> bytes:
+    with open(p, "rb") as f:
+        f.seek(max(0, p.stat().st_size - n))
+        return f.read()
+
+
+def press_until(t: Term, done, timeout: float = 10.0, at_least: int = 0) -> list[float]:
+    """Press `v` until `done()` (and at least `at_least` times); ms from each key to its filter on screen."""
+    got: list[float] = []
+    while not done() or len(got) < at_least:
+        name = FILTERS[t.presses % len(FILTERS)]
+        t.presses += 1
+        t.mark()
+        t0 = time.perf_counter()
+        os.write(t.fd, b"v")
+        if name == "all":  # nothing names it on screen: let it land
+            t.idle(0.6)
+            continue
+        if not t.wait_for(f"filter: {name[:3]}".encode(), timeout):  # a toast may hide the rest
+            raise RuntimeError(f"the TUI did not show filter {name!r} within {timeout} s")
+        got.append((time.perf_counter() - t0) * 1e3)
+        t.idle(random.uniform(0.1, 0.3))
+    return got
+
+
+def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys: int) -> dict:
+    runs = d / f"tui-runs-{time.time_ns()}"
+    pb = playbook(d, nodes, lines, free_port())
+    env = {"DDPTUI_CONFIG_DIR": str(d / "cfg"), "DDPTUI_DATA_DIR": str(d / "data")}
+    t = Term([sys.executable, "-m", "ddptui", "run", str(pb), "--runs-dir", str(runs)], *size, env)
+    try:
+        deadline = time.time() + 180
+        logs: list[Path] = []
+        while len(logs) < nodes or not all(b"nccl_flood start" in _tail(p, 1 << 16) or p.stat().st_size > 1 << 16
+                                           for p in logs):  # the flood is on every node
+            if time.time() > deadline:
+                raise RuntimeError(f"no flood within 180 s: {bytes(t.buf[-800:])!r}")
+            t.idle(0.05)
+            logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
+        rss_start = t.hwm_mb()
+
+        def flood_over() -> bool:
+            return all(b"nccl_flood done" in _tail(p) for p in logs)
+
+        flood = press_until(t, flood_over)
+        quiet_since = time.time()  # then wait for the logs to stop growing (torchrun's exit lines)
+        last = 0.0
+        while time.time() - quiet_since < 1.5 and time.time() < deadline + 600:
+            m = max(p.stat().st_mtime for p in logs)
+            if m != last:
+                last, quiet_since = m, time.time()
+            t.idle(0.1)
+        disk = max(p.stat().st_mtime for p in logs) - min(start_of(p) for p in logs)
+        idle = press_until(t, lambda: True, at_least=idle_keys)
+        return {"flood": flood, "idle": idle, "rss": t.hwm_mb(), "rss_start": rss_start, "disk": disk}
+    finally:
+        t.close()
+
+
+def minimal_rss(d: Path, size: tuple[int, int]) -> float:
+    src = d / "minimal.py"
+    src.write_text(MINIMAL)
+    t = Term([sys.executable, str(src)], *size, {})
+    try:
+        if not t.wait_for(b"minimal-ready", 60):
+            raise RuntimeError("the minimal app drew nothing")
+        t.idle(0.5)
+        return t.hwm_mb()
+    finally:
+        t.close()
+
+
+def pct(xs: list[float], p: float) -> float:
+    """Nearest-rank percentile (with few samples, p99 is the largest)."""
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench.tui_flood")
+    ap.add_argument("--quick", action="store_true", help="2 nodes x 20k lines, one repetition")
+    ap.add_argument("--runs", default=None, help="NODESxLINES, comma-separated (default 4x1000000,8x200000)")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--size", default="160x45", help="the terminal, COLSxROWS")
+    args = ap.parse_args(argv)
+    runs = [tuple(int(x) for x in r.split("x")) for r in (args.runs or ("2x20000" if args.quick else
+                                                                          "4x1000000,8x200000")).split(",")]
+    reps = args.reps or (1 if args.quick else 3)
+    size = tuple(int(x) for x in args.size.split("x"))
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        for nodes, lines in runs:
+            res, heads, mins = [], [], []
+            for _ in range(reps):  # interleaved: the TUI, then its baselines, each repetition
+                res.append(tui_flood(d, nodes, lines, size, idle_keys=4 if args.quick else 20))
+                heads.append(ddptui_stream(d, nodes, lines, free_port())[0])
+                mins.append(minimal_rss(d, size))
+            flood = [x for r in res for x in r["flood"]]
+            idle = [x for r in res for x in r["idle"]]
+            rss, mrss = max(r["rss"] for r in res), statistics.median(mins)
+            disk, head = statistics.median(r["disk"] for r in res), statistics.median(heads)
+            print(f"TUI under a flood: {nodes} node(s) x {lines:,} NCCL lines, {size[0]}x{size[1]} pty, {reps} run(s):")
+            print(f"  key -> screen, flood    p50 {pct(flood, 50):6.0f} ms  p99 {pct(flood, 99):6.0f} ms  ({len(flood)} keys)"
+                  f"   idle app p50 {pct(idle, 50):4.0f} ms  p99 {pct(idle, 99):4.0f} ms ({len(idle)} keys)"
+                  f"   ratio p99 {pct(flood, 99) / pct(idle, 99):.1f}x")
+            print(f"  TUI peak RSS (VmHWM)   {rss:6.0f} MB (at the flood's start {max(r['rss_start'] for r in res):.0f} MB)"
+                  f"   minimal Textual app {mrss:4.0f} MB   ratio {rss / mrss:.1f}x")
+            print(f"  first line -> last on disk, TUI {disk:6.2f} s   ddptui --headless {head:6.2f} s"
+                  f"   ratio {disk / head:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
