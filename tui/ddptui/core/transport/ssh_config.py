@@ -7,7 +7,10 @@ StrictHostKeyChecking=accept-new.
 
 from __future__ import annotations
 
+import io
 import os
+import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,9 +55,24 @@ def _load_config(path: Path | None) -> paramiko.SSHConfig:
     return cfg
 
 
+_STDIN = threading.Lock()
+
+
+def _lookup(cfg: paramiko.SSHConfig, alias: str) -> paramiko.SSHConfigDict:
+    """paramiko's lookup, but a `Match exec` command gets no stdin: paramiko runs it through invoke,
+    which would read ddptui's own stdin in a thread and forward it (keys meant for the TUI, or an
+    error where stdin cannot be read). The TUI reads the terminal through sys.__stdin__, untouched."""
+    with _STDIN:
+        saved, sys.stdin = sys.stdin, io.StringIO()
+        try:
+            return cfg.lookup(alias)
+        finally:
+            sys.stdin = saved
+
+
 def resolve(alias: str, cfg: paramiko.SSHConfig, opts: SSHOptions, *, host: str | None = None,
             user: str | None = None, port: int | None = None) -> Target:
-    c = cfg.lookup(alias)
+    c = _lookup(cfg, alias)
     ids = c.get("identityfile") or []
     jump = c.get("proxyjump")
     jumps = [] if not jump or jump.lower() == "none" else [h.strip() for h in jump.split(",") if h.strip()]
