@@ -97,3 +97,15 @@ def test_lines_that_could_not_be_written_are_waited_for(tmp_path: Path) -> None:
     t.join(60)
     live.finish()
     assert [f.id for f in live.findings] == ["firewall-or-unreachable"]
+
+
+def test_read_back_gives_the_lines_owed_and_no_more(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path, "rb", "name: rb\n")
+    rd.append("n", ["a", "é"])
+    at = rd.log_size("n")
+    rd.append("n", [f"line {i}" for i in range(10)])
+    rd.append("n", ["later"])
+    for block in (1, 7, 1 << 22):  # blocks that cut lines anywhere
+        got = "\n".join(rd.read_back("n", at, 10, block=block)).split("\n")
+        assert got == [f"line {i}" for i in range(10)], block
+    assert list(rd.read_back("n", at, 3)) == ["line 0\nline 1\nline 2"]

@@ -21,7 +21,7 @@ WAITING = "Rendezvous'ing worker group"
 JOINED = ("Rendezvous complete for workers", "init_process_group done")
 
 
-ReadBack = Callable[[int], Iterator[list[str]]]  # count -> that many lines from disk, in chunks
+ReadBack = Callable[[int], Iterator[str]]  # count -> that many lines from disk, as texts of whole lines
 
 
 @dataclass
@@ -118,10 +118,19 @@ class LiveDiagnosis:
                 del self._spills[node]
 
     def _feed_back(self, node: str, sp: Spill) -> None:
+        """The owed lines, as the log's text: to the engine in bulk, never a list of them."""
         n = sp.first
-        for chunk in sp.read_back(sp.count):
-            self._feed(node, chunk, n, None)
-            n += len(chunk)
+        for text in sp.read_back(sp.count):
+            count = text.count("\n") + 1
+            with self._lock:
+                st = self._engine.nodes.get(node)
+                if st is not None and st.lines == n - 1:  # in order, as always on this worker
+                    self._engine.feed_text(node, text)
+                else:
+                    self._engine.feed(node, text.split("\n"), n)
+                if node != self._master and (WAITING in text or self._own.get("master-not-started")):
+                    self._watch_rendezvous(node, text.split("\n"), n)
+            n += count
 
     def _feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None) -> None:
         with self._lock:

@@ -137,9 +137,10 @@ class RunDir:
         """Bytes in the node's log so far; None once it can no longer be written."""
         return None if node in self.write_errors else self._sizes.get(node, 0)
 
-    def read_back(self, node: str, offset: int, count: int, block: int = 1 << 22) -> Iterator[list[str]]:
+    def read_back(self, node: str, offset: int, count: int, block: int = 1 << 22) -> Iterator[str]:
         """`count` lines of the node's log from byte `offset` (a batch's start, `log_size` before
-        it), in chunks of about `block` bytes: what the live diagnosis owes when it fell behind."""
+        it), as texts of whole lines joined by "\\n" of about `block` bytes each: what the live
+        diagnosis owes when it fell behind, read as it was written, never split into a list."""
         with open(self.log_path(node), "rb") as f:
             f.seek(offset)
             tail = b""
@@ -150,9 +151,15 @@ class RunDir:
                     tail = data
                     continue
                 tail = data[cut + 1:]
-                lines = data[:cut].decode("utf-8", "replace").split("\n")[:count]
-                count -= len(lines)
-                yield lines
+                text = data[:cut].decode("utf-8", "replace")
+                n = text.count("\n") + 1
+                if n > count:  # the last block: up to the count-th newline, no further than the lines owed
+                    end = -1
+                    for _ in range(count):
+                        end = text.index("\n", end + 1)
+                    text, n = text[:end], count
+                count -= n
+                yield text
 
     def _write_log(self, node: str, first: int, lines: list[str]) -> None:
         f = self._logs.get(node)
