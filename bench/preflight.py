@@ -20,20 +20,26 @@ from pathlib import Path
 
 from ddptui.core.checks.probe import probe_commands, probe_script
 from ddptui.core.checks.software import PROBE
+from ddptui.core.events import CheckResult, NodeState
 from ddptui.core.playbook.loader import load_playbook
 from ddptui.core.runbook import Runbook
 from ddptui.core.transport.factory import SSHSettings, make_factory
 from bench.common import NAMES, namespace_cluster
 
 
-
 def ddptui_once(pb_path: Path, cfg: Path, runs: Path) -> float:
     pb = load_playbook(pb_path)
+    seen: list = []
     t0 = time.perf_counter()
-    rb = Runbook(pb, lambda ev: None, runs, make_factory(SSHSettings(ssh_config=cfg)))
-    assert rb.run_step("connect") and rb.run_step("check"), rb.states
+    rb = Runbook(pb, seen.append, runs, make_factory(SSHSettings(ssh_config=cfg)))
+    ok = rb.run_step("connect") and rb.run_step("check")
     dt = time.perf_counter() - t0
     rb.close()
+    if not ok:  # a figure of a failed preflight would mean nothing: say which node and check, and stop
+        bad = [f"{e.node}: {e.check} {e.status}: {e.summary}" for e in seen
+               if isinstance(e, CheckResult) and e.status not in ("pass", "skip")]
+        bad += [f"{e.node}: {e.state}: {e.message}" for e in seen if isinstance(e, NodeState) and e.state == "unreachable"]
+        raise SystemExit("bench.preflight: ddptui's preflight failed, no figure: " + ("; ".join(bad) or str(rb.states)))
     return dt
 
 
@@ -44,7 +50,8 @@ def pdsh_once(cfg: Path) -> float:
     t0 = time.perf_counter()
     for cmd in (f"sh -c {shlex.quote(script)}", f"{shlex.quote(sys.executable)} -c {shlex.quote(PROBE)}"):
         r = subprocess.run(["pdsh", "-w", hosts, cmd], env=env, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-500:]
+        if r.returncode != 0:
+            raise SystemExit(f"bench.preflight: pdsh failed (rc {r.returncode}), no figure: {r.stderr[-500:]}")
     return time.perf_counter() - t0
 
 
@@ -59,8 +66,10 @@ def main() -> int:
         ddptui_once(pb, cl.ssh_config, tmp)
         pdsh_once(cl.ssh_config)
         reps = 5
-        d = [ddptui_once(pb, cl.ssh_config, tmp) for _ in range(reps)]
-        p = [pdsh_once(cl.ssh_config) for _ in range(reps)]
+        d, p = [], []
+        for _ in range(reps):  # interleaved, so that a busy moment of the machine weighs on both
+            d.append(ddptui_once(pb, cl.ssh_config, tmp))
+            p.append(pdsh_once(cl.ssh_config))
         md, mp = statistics.median(d), statistics.median(p)
         print(f"preflight of {len(NAMES)} nodes, median of {reps}, {os.cpu_count()} CPUs")
         print(f"  ddptui connect + check (all facts, port test, findings) {md * 1000:8.1f} ms")
