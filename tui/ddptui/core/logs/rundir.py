@@ -137,10 +137,12 @@ class RunDir:
         """Bytes in the node's log so far; None once it can no longer be written."""
         return None if node in self.write_errors else self._sizes.get(node, 0)
 
-    def read_back(self, node: str, offset: int, count: int, block: int = 1 << 22) -> Iterator[str]:
+    def read_back(self, node: str, offset: int, count: int, block: int = 1 << 18) -> Iterator[str]:
         """`count` lines of the node's log from byte `offset` (a batch's start, `log_size` before
         it), as texts of whole lines joined by "\\n" of about `block` bytes each: what the live
-        diagnosis owes when it fell behind, read as it was written, never split into a list."""
+        diagnosis owes when it fell behind, read as it was written, never split into a list. The
+        blocks are small (256 KiB, a couple of ms of the engine's scan in C, which holds the GIL):
+        the TUI's thread and the readers get their turns between them."""
         with open(self.log_path(node), "rb") as f:
             f.seek(offset)
             tail = b""
