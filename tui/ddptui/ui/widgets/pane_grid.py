@@ -81,7 +81,7 @@ class PaneGrid(TabPane):
         for node, batch in lines.items():
             pane = self.pane(node)
             pane.write(batch, counts[node], shown=self.display and not pane.has_class("-collapsed"))
-            pane.refresh_header()
+            pane._subtitle()  # the line count; the header's elapsed time is the tick's
 
     def tick(self) -> None:
         """Running panes' elapsed time; a pane on screen that skipped lines of a flood now over, whole again."""

@@ -105,7 +105,8 @@ class NodePane(Vertical):
         return t
 
     def refresh_header(self) -> None:
-        self.query_one(".pane-header", Static).update(self._header())
+        # one line high (CSS): no layout pass, which would cost a whole screen's (tens of ms)
+        self.query_one(".pane-header", Static).update(self._header(), layout=False)
         self._subtitle()
 
     def _subtitle(self) -> None:
