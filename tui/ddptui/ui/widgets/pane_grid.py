@@ -132,9 +132,13 @@ class PaneGrid(TabPane):
         return nxt
 
     def set_filter(self, flt: str) -> None:
-        """One filter on every pane."""
+        """One filter on every pane; one not on screen (collapsed) applies it when it shows."""
         for p in self.panes:
-            p.set_filter(flt)
+            if self.display and not p.has_class("-collapsed"):
+                p.set_filter(flt)
+            else:
+                p.filter, p.stale = flt, True
+                p._subtitle()
         self.filter = flt
 
     def find_next(self, needle: str, start: NodePane) -> Text | None:

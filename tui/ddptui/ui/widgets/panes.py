@@ -111,8 +111,8 @@ class NodePane(Vertical):
 
     def _subtitle(self) -> None:
         """The bottom border: how many lines came (all of them, whatever the filter), and the filter when one is on."""
-        self.border_subtitle = f"{self.total_lines} lines" + (
-            "" if self.filter == "all" else f" · {self.log.line_count} shown · filter: {self.filter}")
+        shown = "" if self.stale else f" · {self.log.line_count} shown"  # stale: the log is not what it shows yet
+        self.border_subtitle = f"{self.total_lines} lines" + ("" if self.filter == "all" else f"{shown} · filter: {self.filter}")
 
     def set_state(self, state: str, at: float | None = None) -> None:
         """The node's new state, reached at `at` (the event's time; default: now)."""
