@@ -30,6 +30,7 @@ from ..widgets.panes import MergedLog, NodePane, enclosing_pane
 from ..widgets.results import ResultsTab
 from ..widgets.steps import StepsPanel, StepTable
 from .allocation import AllocationView
+from .frames import Frames
 from .fixing import FixActions
 from .step_through import StepThroughScreen
 
@@ -59,7 +60,7 @@ KEYS = [  # the screen's keys: the footer, `?` and the palette are made from the
 ]
 
 
-class PlaybookScreen(AllocationView, FixActions, StepThroughScreen):
+class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
     """Step through a playbook; each node's output streams into its own pane.
 
     The footer shows the keys that do something now (`check_action`); `?` lists them all."""
@@ -76,6 +77,7 @@ class PlaybookScreen(AllocationView, FixActions, StepThroughScreen):
         self.fixed: list[str] = []
         self.run_id: str | None = None  # the run (directory) the panes show
         self._held: Drained | None = None  # what came after a Slurm allocation, until its panes are mounted
+        self._next_drain = 0.0  # under a flood, when the next frame drains (monotonic)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -96,7 +98,7 @@ class PlaybookScreen(AllocationView, FixActions, StepThroughScreen):
         self.app.sub_title = self.pb.name
         self.query_one("#find", Input).display = False
         self.query_one(StepTable).focus()
-        self.set_interval(1 / 30, self._drain)
+        self.set_interval(1 / 30, self._frame)
         self.set_interval(1.0, self._tick)
         if self.start_step:
             self.query_one(StepTable).select(self.start_step)
@@ -117,7 +119,7 @@ class PlaybookScreen(AllocationView, FixActions, StepThroughScreen):
         return self.pane_grid.open_pane
 
     def _status(self, text: Text) -> None:
-        self.query_one("#status", Static).update(text)
+        self.query_one("#status", Static).update(text, layout=False)  # one line high (CSS)
 
     def _tick(self) -> None:
         self.pane_grid.tick()
@@ -139,31 +141,6 @@ class PlaybookScreen(AllocationView, FixActions, StepThroughScreen):
         except NoMatches:  # asked while the screen is still being built
             return True
         return True
-
-    # ---- the bridge: core events -> widgets, once per frame --------------------------------
-    def _drain(self) -> None:
-        if self._held is not None:  # panes for the allocation's nodes are being mounted
-            return
-        self._drain_batch()
-        while self.bridge.pending and self._held is None:
-            self._drain_batch()
-
-    def _drain_batch(self, held: Drained | None = None) -> None:
-        d = held or self.bridge.drain()  # its events all came before its lines
-        for i, ev in enumerate(d.events):
-            self._apply(ev)
-            if isinstance(ev, E.Allocated) and self._held is not None:  # the rest waits for the new panes
-                self._held = Drained(d.lines, d.counts, d.events[i + 1:], d.merged)
-                return
-        if d.events:
-            self.refresh_bindings()  # a job started or ended, a finding or a command came: other keys apply
-        self.pane_grid.write(d.lines, d.counts)
-        if d.merged:
-            merged = self.query_one(MergedLog)
-            merged.append(d.merged, shown=merged.parent.display)
-        results = self.query_one(ResultsTab)
-        for node, lines in d.lines.items():
-            results.feed(node, lines)
 
     def _apply(self, ev: E.Event) -> None:
         if isinstance(ev, E.StepChanged):

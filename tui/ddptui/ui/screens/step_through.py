@@ -45,7 +45,7 @@ class StepThroughScreen(Screen):
         self.busy = threading.Event()
         self.history: list[tuple[str, str]] = []  # (step, state) as the UI saw them: tests read it
 
-    def _drain(self) -> None:
+    def _drain(self) -> bool:
         """Show what the runbook reported since the last frame (the subclass knows where)."""
         raise NotImplementedError
 

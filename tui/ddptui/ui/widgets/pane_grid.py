@@ -81,7 +81,7 @@ class PaneGrid(TabPane):
         for node, batch in lines.items():
             pane = self.pane(node)
             pane.write(batch, counts[node], shown=self.display and not pane.has_class("-collapsed"))
-            pane.refresh_header()
+            pane._subtitle()  # the line count; the header's elapsed time is the tick's
 
     def tick(self) -> None:
         """Running panes' elapsed time; a pane on screen that skipped lines of a flood now over, whole again."""
@@ -132,9 +132,13 @@ class PaneGrid(TabPane):
         return nxt
 
     def set_filter(self, flt: str) -> None:
-        """One filter on every pane."""
+        """One filter on every pane; one not on screen (collapsed) applies it when it shows."""
         for p in self.panes:
-            p.set_filter(flt)
+            if self.display and not p.has_class("-collapsed"):
+                p.set_filter(flt)
+            else:
+                p.filter, p.stale = flt, True
+                p._subtitle()
         self.filter = flt
 
     def find_next(self, needle: str, start: NodePane) -> Text | None:

@@ -105,13 +105,14 @@ class NodePane(Vertical):
         return t
 
     def refresh_header(self) -> None:
-        self.query_one(".pane-header", Static).update(self._header())
+        # one line high (CSS): no layout pass, which would cost a whole screen's (tens of ms)
+        self.query_one(".pane-header", Static).update(self._header(), layout=False)
         self._subtitle()
 
     def _subtitle(self) -> None:
         """The bottom border: how many lines came (all of them, whatever the filter), and the filter when one is on."""
-        self.border_subtitle = f"{self.total_lines} lines" + (
-            "" if self.filter == "all" else f" · {self.log.line_count} shown · filter: {self.filter}")
+        shown = "" if self.stale else f" · {self.log.line_count} shown"  # stale: the log is not what it shows yet
+        self.border_subtitle = f"{self.total_lines} lines" + ("" if self.filter == "all" else f"{shown} · filter: {self.filter}")
 
     def set_state(self, state: str, at: float | None = None) -> None:
         """The node's new state, reached at `at` (the event's time; default: now)."""

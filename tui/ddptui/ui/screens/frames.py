@@ -1,0 +1,52 @@
+"""The run screen's frames: the bridge's events and lines, to the widgets, 30 times a second; under
+a flood fewer (FLOOD_FPS), so that drawing the panes leaves the frames between to the keys."""
+
+from __future__ import annotations
+
+import time
+
+from ...core import events as E
+from ..bridge import Drained
+from ..widgets.panes import FOLLOW_LINES, MergedLog
+from ..widgets.results import ResultsTab
+
+FLOOD_FPS = 8  # how often the panes are drawn while lines come faster than anyone reads them
+
+
+class Frames:
+    """Mixed into PlaybookScreen (which has `bridge`, `pane_grid`, `_held`, `_next_drain`, `_apply`)."""
+
+    def _frame(self) -> None:
+        """30 times a second; under a flood (a pane got more lines than it draws) FLOOD_FPS times:
+        drawing the panes is most of a frame's cost, and the frames between are the keys'."""
+        now = time.monotonic()
+        if now >= self._next_drain:
+            flooded = self._drain()
+            self._next_drain = now + 1 / FLOOD_FPS if flooded else 0.0
+
+    def _drain(self) -> bool:
+        """Everything the bridge holds, to the widgets; whether a pane got more lines than it draws."""
+        if self._held is not None:  # panes for the allocation's nodes are being mounted
+            return False
+        flooded = self._drain_batch()
+        while self.bridge.pending and self._held is None:
+            flooded = self._drain_batch() or flooded
+        return flooded
+
+    def _drain_batch(self, held: Drained | None = None) -> bool:
+        d = held or self.bridge.drain()  # its events all came before its lines
+        for i, ev in enumerate(d.events):
+            self._apply(ev)
+            if isinstance(ev, E.Allocated) and self._held is not None:  # the rest waits for the new panes
+                self._held = Drained(d.lines, d.counts, d.events[i + 1:], d.merged)
+                return False
+        if d.events:
+            self.refresh_bindings()  # a job started or ended, a finding or a command came: other keys apply
+        self.pane_grid.write(d.lines, d.counts)
+        if d.merged:
+            merged = self.query_one(MergedLog)
+            merged.append(d.merged, shown=merged.parent.display)
+        results = self.query_one(ResultsTab)
+        for node, lines in d.lines.items():
+            results.feed(node, lines)
+        return max(d.counts.values(), default=0) > FOLLOW_LINES
