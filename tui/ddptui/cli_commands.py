@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .cli_bundle import cmd_diagnose_bundle
-from .cli_printer import Printer
+from .cli_printer import Printer, throughput_first
 from .core.errors import PlaybookError, UsageError
 
 EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
@@ -77,6 +77,7 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
         check_request(pb)
     width = max([len(n.name) for n in pb.nodes] + [6])
     printer = Printer(as_json, width, Redactor.for_playbook(pb))
+    throughput_first()
     rb = Runbook(pb, printer, runs_dir, make_factory(settings))
     ids = [s.id for s in pb.steps]
     start = getattr(args, "from_step", None)
