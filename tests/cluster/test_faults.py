@@ -43,6 +43,13 @@ class Headless:
             self.p = subprocess.Popen([ddptui_exe(), "run", str(pb), "--headless", "--runs-dir", str(runs_dir),
                                        "--ssh-config", str(cluster.ssh_config)], stdout=f, stderr=subprocess.STDOUT)
 
+    def __enter__(self) -> Headless:
+        return self
+
+    def __exit__(self, *exc: object) -> None:  # a test that failed midway leaves no ddptui behind
+        if self.p.poll() is None:
+            self.p.kill()
+
     def text(self) -> str:
         return self.out.read_text(encoding="utf-8", errors="replace")
 
@@ -105,20 +112,18 @@ def pids_of(cluster: Cluster, node: str, word: str) -> list[int]:
 
 def test_sshd_killed_on_a_worker_names_that_node_and_leaves_nothing(cluster: Cluster, ssh_env: Path,
                                                                     tmp_path: Path, runs_dir: Path) -> None:
-    run = Headless(cluster, tmp_path, runs_dir, 29591, "sshd-killed")
-    try:
-        run.wait_running()
-        cluster.stop_sshd("node04")  # the listener only, as a restart of sshd: the open connection lives on
-        time.sleep(3 * KEEPALIVE + 3)  # three keepalives would have been missed by now
-        assert run.p.poll() is None and "lost" not in run.text() and job_pids(cluster, "node04")
-        t0 = time.monotonic()
-        assert cluster.kill_sshd("node04"), "node04's connection has its own sshd"
-        rc = run.wait_exit(GUARD_DEADLINE + SLACK)
-        stopped = wait_gone(cluster, NODES, t0, GUARD_DEADLINE + SLACK)
-    finally:
-        cluster.start_sshd("node04")
-        if run.p.poll() is None:
-            run.p.kill()
+    with Headless(cluster, tmp_path, runs_dir, 29591, "sshd-killed") as run:
+        try:
+            run.wait_running()
+            cluster.stop_sshd("node04")  # the listener only, as a restart of sshd: the open connection lives on
+            time.sleep(3 * KEEPALIVE + 3)  # three keepalives would have been missed by now
+            assert run.p.poll() is None and "lost" not in run.text() and job_pids(cluster, "node04")
+            t0 = time.monotonic()
+            assert cluster.kill_sshd("node04"), "node04's connection has its own sshd"
+            rc = run.wait_exit(GUARD_DEADLINE + SLACK)
+            stopped = wait_gone(cluster, NODES, t0, GUARD_DEADLINE + SLACK)
+        finally:
+            cluster.start_sshd("node04")
     out = run.text()
     assert rc == 1, out[-3000:]
     assert "first failure: node04 (the node stopped answering)" in out, out[-3000:]
@@ -132,17 +137,13 @@ def test_sshd_killed_on_a_worker_names_that_node_and_leaves_nothing(cluster: Clu
 
 def test_the_masters_torchrun_killed_is_the_first_failure(cluster: Cluster, ssh_env: Path, tmp_path: Path,
                                                           runs_dir: Path) -> None:
-    run = Headless(cluster, tmp_path, runs_dir, 29592, "master-killed")
-    try:
+    with Headless(cluster, tmp_path, runs_dir, 29592, "master-killed") as run:
         run.wait_running()
         (agent,) = pids_of(cluster, "node02", "torch.distributed.run")
         t0, killed = time.monotonic(), time.time()
         os.kill(agent, signal.SIGKILL)
         rc = run.wait_exit(GUARD_DEADLINE + SLACK)
         stopped = wait_gone(cluster, NODES, t0, GUARD_DEADLINE + SLACK)
-    finally:
-        if run.p.poll() is None:
-            run.p.kill()
     out = run.text()
     assert rc == 1, out[-3000:]
     assert "first failure: node02 exitcode 137 (SIGKILL)" in out, out[-3000:]
@@ -159,17 +160,13 @@ def test_the_masters_torchrun_killed_is_the_first_failure(cluster: Cluster, ssh_
 
 def test_ddptui_sigkilled_leaves_nothing_on_any_node(cluster: Cluster, ssh_env: Path, tmp_path: Path,
                                                       runs_dir: Path) -> None:
-    run = Headless(cluster, tmp_path, runs_dir, 29593, "ddptui-killed")
-    try:
+    with Headless(cluster, tmp_path, runs_dir, 29593, "ddptui-killed") as run:
         run.wait_running()
         assert all(job_pids(cluster, n) for n in NODES)
         t0 = time.monotonic()
         run.p.send_signal(signal.SIGKILL)
         assert run.p.wait(10) == -signal.SIGKILL
         stopped = wait_gone(cluster, NODES, t0, GUARD_DEADLINE + SLACK)
-    finally:
-        if run.p.poll() is None:
-            run.p.kill()
     run.assert_printed_lines_on_disk()
     for node in NODES:
         assert (run.run / f"{node}.log").read_text().count("ddptui-smoke result") == 2, node

@@ -37,12 +37,10 @@ def start(tmp_path: Path) -> tuple[LiveDiagnosis, RunDir, list, threading.Event]
     return live, rd, seen, hold
 
 
-def feed_like_the_reader(live: LiveDiagnosis, rd: RunDir, batches: list[list[str]]) -> threading.Thread:
+def feed_like_the_reader(live: LiveDiagnosis, rd: RunDir, batches: list[list[str]], shown: list) -> threading.Thread:
     def reader() -> None:
-        for lines in batches:  # what the orchestrator's on_lines does with each batch
-            at = rd.log_size("node02")
-            first = rd.append("node02", lines)
-            live.feed("node02", lines, first, read_back=lambda count, at=at: rd.read_back("node02", at, count))
+        for lines in batches:  # what each node's reader does with a batch (the launch's and attach's)
+            live.deliver(rd, shown.append, "node02", lines)
     t = threading.Thread(target=reader)
     t.start()
     return t
@@ -50,10 +48,12 @@ def feed_like_the_reader(live: LiveDiagnosis, rd: RunDir, batches: list[list[str
 
 def test_a_busy_diagnosis_holds_no_reader_back_and_still_reads_every_line(tmp_path: Path) -> None:
     live, rd, seen, hold = start(tmp_path)
-    batches = flood()
-    t = feed_like_the_reader(live, rd, batches)
+    batches, shown = flood(), []
+    t = feed_like_the_reader(live, rd, batches, shown)
     t.join(30)
     assert not t.is_alive(), "the reader waited for the diagnosis"  # it is still held busy
+    assert sum(len(o.lines) for o in shown) == sum(map(len, batches))  # the screen has every line already
+    assert rd.log_path("node02").read_text().count("\n") == sum(map(len, batches))  # and the disk
     assert live._spills["node02"].count > 0  # what did not fit is owed, not queued
     hold.set()
     live.finish()
@@ -69,7 +69,7 @@ def test_a_busy_diagnosis_holds_no_reader_back_and_still_reads_every_line(tmp_pa
 
 def test_a_node_that_goes_quiet_after_its_flood_is_diagnosed_to_its_last_line(tmp_path: Path) -> None:
     live, rd, seen, hold = start(tmp_path)
-    t = feed_like_the_reader(live, rd, flood())
+    t = feed_like_the_reader(live, rd, flood(), [])
     t.join(30)
     hold.set()  # no more lines, no finish(): the worker catches up by itself once its queue empties
     deadline = time.monotonic() + 60

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from .cli_args import EXIT_USAGE, SUBCOMMANDS, build_parser
-
-EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
+from .cli_args import EXIT_FAIL, EXIT_USAGE, SUBCOMMANDS, build_parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ from . import __version__
 
 SUBCOMMANDS = ("validate", "check", "run", "diagnose", "fix", "bundle", "report", "diff", "open", "sbatch",
                "attach")
-EXIT_USAGE = 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130  # the contract (CONTRACTS.md)
 
 
 def Path(text: str):  # noqa: N802 — argparse's type=, named as the type it gives
@@ -98,7 +98,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     for add_parsers in (_bundle_parsers, _open_parser, _sbatch_parser, _attach_parser):
         add_parsers(cmds, _common)
     return top, sub
-
 
 
 def _bundle_parsers(cmds, common) -> None:

@@ -12,8 +12,8 @@ import signal
 import sys
 
 from .core.errors import UsageError
+from .cli_args import EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED
 
-EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def cmd_attach(args: argparse.Namespace) -> int:

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from .core.errors import UsageError
+from .cli_args import EXIT_OK, EXIT_FAIL
 
-EXIT_OK, EXIT_FAIL = 0, 1
 
 
 def _open(path: Path):

@@ -13,8 +13,8 @@ from pathlib import Path
 from .cli_bundle import cmd_diagnose_bundle
 from .cli_printer import Printer, throughput_first
 from .core.errors import PlaybookError, UsageError
+from .cli_args import EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED
 
-EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def _load(path: Path):

@@ -11,11 +11,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..events import Event, NodeOutput
 
 from .engine import Engine
 from .worker import SerialWorker
 from .catalog import CATALOG, finding
 from .model import Evidence, Finding
+
+if TYPE_CHECKING:
+    from ..logs.rundir import RunDir
 
 WAITING = "Rendezvous'ing worker group"
 JOINED = ("Rendezvous complete for workers", "init_process_group done")
@@ -76,30 +82,42 @@ class LiveDiagnosis:
             self._own: dict[str, Finding] = {}
             self._joined: set[str] = set()
 
-    def feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None = None,
-             read_back: ReadBack | None = None) -> None:
-        """`then()` is called once the batch is diagnosed (on the worker, in order, after its findings).
+    def deliver(self, run_dir: RunDir, sink: Callable[[Event], None], node: str, lines: list[str],
+                stream: str = "stdout") -> int:
+        """A batch of a node's output, the hot path of every reader (the launch's and attach's):
+        masked to its log, then to the screen (`sink`), then to the diagnosis, which may fall behind
+        a flood and never holds the reader back (`feed`). Returns the number of its first line."""
+        shown = run_dir.redactor.lines(lines)  # the screen gets what the disk gets: no secret in clear
+        at = run_dir.log_size(node)
+        first = run_dir.append(node, shown, masked=True)
+        sink(NodeOutput(node, tuple(shown), first, stream))
+        written = at is not None and run_dir.log_size(node) is not None
+        self.feed(node, lines, first, read_back=(lambda count: run_dir.read_back(node, at, count)) if written else None)
+        return first
+
+    def feed(self, node: str, lines: list[str], first: int, read_back: ReadBack | None = None) -> None:
+        """Diagnose a batch (on the worker thread once `run_in_background` was called).
         `read_back(count)`: the node's lines from this batch's first on, from disk; with it, a batch
         that finds the diagnosis queue full is not held: the diagnosis reads it back once it has
         caught up (findings then come after the lines on screen, never later than needed to read them)."""
         w = self._worker
         if w is None:
-            return self._feed(node, lines, first, then)
+            return self._feed(node, lines, first)
         with self._spill_lock:  # non-blocking offers only: the worker takes this lock to catch up
             sp = self._spills.get(node)
-            if sp is not None and read_back is not None and then is None and sp.first + sp.count == first:
+            if sp is not None and read_back is not None and sp.first + sp.count == first:
                 if not w.offer(self._feed_back, node, sp):
                     sp.count += len(lines)  # still behind: this batch is owed too
                     return
                 del self._spills[node]
                 sp = None
-            if sp is None and w.offer(self._feed, node, lines, first, then):
+            if sp is None and w.offer(self._feed, node, lines, first):
                 return
-            if sp is None and read_back is not None and then is None:
+            if sp is None and read_back is not None:
                 self._spills[node] = Spill(first, len(lines), read_back)
                 return
         self._settle(node)  # what is owed first (its lines could be read back), then this batch, waiting
-        w.put(self._feed, node, lines, first, then)
+        w.put(self._feed, node, lines, first)
 
     def _settle(self, node: str) -> None:
         """Queue the node's owed lines, waiting for room (the node's own reader, or the end of the run)."""
@@ -132,13 +150,11 @@ class LiveDiagnosis:
                     self._watch_rendezvous(node, text.split("\n"), n)
             n += count
 
-    def _feed(self, node: str, lines: list[str], first: int, then: Callable[[], None] | None) -> None:
+    def _feed(self, node: str, lines: list[str], first: int) -> None:
         with self._lock:
             self._engine.feed(node, lines, first)
             if node != self._master:
                 self._watch_rendezvous(node, lines, first)
-        if then is not None:
-            then()
 
     def node_exited(self, node: str, rc: int) -> None:
         """A node's job failed with `rc`: a known signal is its cause now; any other code makes

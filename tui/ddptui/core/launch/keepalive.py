@@ -15,12 +15,13 @@ from .nodes import NodeRun
 MISSES = 3
 
 
-class Keepalive:
-    def __init__(self, interval: float, watched: Callable[[], list[NodeRun]],
-                 on_lost: Callable[[NodeRun], None]) -> None:
-        self.interval = max(0.5, float(interval))
-        self._watched = watched
-        self._on_lost = on_lost
+class Watcher:
+    """A loop on a thread of its own while there is something to watch: `ensure_running()` starts
+    it (again, once it has returned), `closed = True` ends it."""
+
+    thread_name = "ddptui-watcher"
+
+    def __init__(self) -> None:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.closed = False
@@ -28,8 +29,22 @@ class Keepalive:
     def ensure_running(self) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="ddptui-keepalive", daemon=True)
+                self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
                 self._thread.start()
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+
+class Keepalive(Watcher):
+    thread_name = "ddptui-keepalive"
+
+    def __init__(self, interval: float, watched: Callable[[], list[NodeRun]],
+                 on_lost: Callable[[NodeRun], None]) -> None:
+        self.interval = max(0.5, float(interval))
+        self._watched = watched
+        self._on_lost = on_lost
+        super().__init__()
 
     def _loop(self) -> None:
         misses: dict[str, int] = {}

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ..diagnosis.live import LiveDiagnosis
 from ..errors import StepFailed
-from ..events import CommandPlanned, Event, NodeOutput, Notice
+from ..events import CommandPlanned, Event, Notice
 from ..logs.bandwidth import Bandwidth
 from ..logs.results import parse_result_line
 from ..logs.rundir import RunDir, safe_name
@@ -133,16 +133,14 @@ class Orchestrator(Watchers):
         self._reach.ensure_running()
 
     def _output_handler(self, nr: NodeRun, run_dir: RunDir) -> Callable[[list[str]], None]:
-        """The hot path, once per batch of a node's lines: disk first, then what reads them (the
-        diagnosis only queues the batch for its own thread)."""
+        """The hot path, once per batch of a node's lines: disk, the screen and the diagnosis
+        (LiveDiagnosis.deliver), then torchrun's own reports and the smoke test's results."""
         name = nr.name
         expected_world = sum(self.pb.nproc_of(n) for n in self.pb.nodes)
 
         def on_lines(lines: list[str]) -> None:
             self._last_out[name] = time.monotonic()
-            shown = run_dir.redactor.lines(lines)  # the screen gets what the disk gets: no secret in clear
-            at = run_dir.log_size(name)
-            first = run_dir.append(name, shown, masked=True)
+            self.diagnosis.deliver(run_dir, self._sink, name, lines)  # disk, screen, then the diagnosis
             nr.tail.extend(lines)
             had_world = nr.agent.world_size
             text = "\n".join(lines)  # one pass in C says whether any line is for the loops below
@@ -157,13 +155,6 @@ class Orchestrator(Watchers):
                 # torchrun does not fail when nproc_per_node differs by node: compare what it assembled
                 self._emit(Notice("warning", f"{name}: torchrun assembled a world of {nr.agent.world_size} "
                                              f"processes, the playbook plans {expected_world}", name))
-            # Disk, then the screen, then the diagnosis, which runs on its own thread
-            # (diagnosis/worker.py) and may fall behind a flood: it reads the lines it owes back
-            # from the log rather than hold this reader (and so the job's output) back.
-            self._sink(NodeOutput(name, tuple(shown), first))
-            written = at is not None and run_dir.log_size(name) is not None
-            self.diagnosis.feed(name, lines, first, read_back=(lambda count, at=at: run_dir.read_back(
-                name, at, count)) if written else None)
 
         return on_lines
 

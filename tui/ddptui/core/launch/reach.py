@@ -11,18 +11,20 @@ is not asked (a Slurm step or an SSH session per probe costs little, but not not
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
 from ..checks.probe import CONNECT
+from .keepalive import Watcher
 from .nodes import NodeRun
 
 QUIET = 20.0  # seconds without a line from a node before its path to the master is tried
 BUDGET = 4.0  # seconds one try may take (connect attempts repeat within it)
 
 
-class ReachWatch:
+class ReachWatch(Watcher):
+    thread_name = "ddptui-reach"
+
     def __init__(self, master: str, addr: Callable[[], str], port: int, running: Callable[[], list[NodeRun]],
                  last_output: Callable[[str], float], on_blocked: Callable[[NodeRun, str, str], None]) -> None:
         self._master = master
@@ -31,17 +33,9 @@ class ReachWatch:
         self._running = running
         self._last_output = last_output
         self._on_blocked = on_blocked
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
         self._tried: dict[str, float] = {}
         self.blocked: set[str] = set()
-        self.closed = False
-
-    def ensure_running(self) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="ddptui-reach", daemon=True)
-                self._thread.start()
+        super().__init__()
 
     def _loop(self) -> None:
         while not self.closed:

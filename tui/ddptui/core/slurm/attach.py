@@ -207,10 +207,7 @@ class Attachment:
             if node not in self.node_states:
                 self.node_states[node] = {"state": NodeStatus.RUNNING, "exit_code": None, "log": str(rd.log_path(node))}
                 self._emit(E.NodeState(node, NodeStatus.RUNNING, f"slurm job {self.job_id}"))
-            shown = rd.redactor.lines(lines)  # the screen gets what the disk gets
-            first = rd.append(node, shown, masked=True)
-            out = E.NodeOutput(node, tuple(shown), first, src.stream)
-            diag.feed(node, lines, first, then=lambda out=out: self.sink(out))
+            diag.deliver(rd, self.sink, node, lines, src.stream)  # disk, screen, then the diagnosis
             for line in lines:
                 if line.startswith("srun: error: ") and (m := _EXITED.match(line)) and m.group(1) == node:
                     rc = int(m.group(3))
