@@ -172,6 +172,7 @@ class NodePane(Vertical):
         log.clear()
         shown = [fold(x) for x in self.buffer if line_matches(x, flt)]
         log.write_lines(shown, scroll_end=True)
+        to_end_after_refresh(log)
         self._subtitle()
         self._note("" if shown or flt == "all" or not self.buffer else f"no line matches filter {flt} (v for the next one)")
 
@@ -246,6 +247,14 @@ class MergedLog(Log):
             self.stale = False
             self.clear()
             self.write_lines(list(self.buffer), scroll_end=True)
+            to_end_after_refresh(self)
+
+
+def to_end_after_refresh(log: Log) -> None:
+    """To the end of a log just cleared and refilled: the scroll `write_lines` makes then lands
+    where the old content ended (Textual 8 scrolls before the new size is laid out), so a pane
+    rebuilt after a flood stayed mid-log, its last lines (a crash's, torchrun's summary) out of view."""
+    log.scroll_end(animate=False, immediate=False, x_axis=False)
 
 
 def _newest(lines: list[str], flt: str, n: int) -> list[str]:
