@@ -66,12 +66,14 @@ class Run:
 
 
 def torchrun(cl: Cluster, node: str, rank: int, nnodes: int = 2, nproc: int = 1, master: str = MASTER,
-             env: dict | None = None, args: tuple = ("--steps", "2"), python: str = sys.executable) -> Run:
+             env: dict | None = None, args: tuple = ("--steps", "2"), python: str = sys.executable,
+             c10d: bool = False) -> Run:
     e = {"LOGLEVEL": "INFO", "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(env or {})}
     cmd = ["ip", "netns", "exec", cl.nodes[node].ns, "unshare", "--uts", "sh", "-c",
            f"hostname {node} && exec env " + " ".join(f"{k}={v}" for k, v in e.items()) + " " +
            " ".join([python, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc}",
-                     f"--node-rank={rank}", f"--master-addr={master}", f"--master-port={PORT}",
+                     *(["--rdzv-backend=c10d", f"--rdzv-endpoint={master}:{PORT}", "--rdzv-id=rec"] if c10d else
+                       [f"--node-rank={rank}", f"--master-addr={master}", f"--master-port={PORT}"]),
                      "--rdzv-conf=timeout=15", str(SMOKE), *args])]
     return Run(cmd)
 
@@ -276,6 +278,23 @@ def nnodes_more_on_master(cl: Cluster, opts) -> None:
          "assigns ranks", "rendezvous-timeout", finish(w))
 
 
+def c10d_master_exits_first(cl: Cluster, opts) -> None:
+    print("c10d rendezvous, a healthy job whose store host (node02) exits before node03 shuts the rendezvous down")
+    for attempt in range(1, 11):  # a race: the agents leave the exit barrier together; retry until it shows
+        m = torchrun(cl, "node02", 0, c10d=True)
+        w = torchrun(cl, "node03", 1, c10d=True)
+        mt, wt = finish(m), finish(w)
+        if "failed to shutdown the rendezvous" in wt and m.p.returncode == w.p.returncode == 0:
+            break
+        print(f"  attempt {attempt}: no shutdown warning on node03; again")
+    else:
+        raise SystemExit("c10d-master-exits-first: the race never showed in 10 runs")
+    save("24-c10d-master-exits-first", "node02", "c10d rendezvous hosted here; the job succeeds and this agent "
+         "exits (taking the store with it) while node03 still shuts the rendezvous down", "none", mt)
+    save("24-c10d-master-exits-first", "node03", "c10d rendezvous on node02; the job succeeds; shutting the "
+         "rendezvous down meets the store already gone: a warning, exit 0", "none", wt)
+
+
 SCENARIOS: dict[str, Callable] = {
     "workers-first": workers_first,
     "wrong-master-addr": wrong_master_addr,
@@ -290,6 +309,7 @@ SCENARIOS: dict[str, Callable] = {
     "torch-versions-differ": torch_versions_differ,
     "nnodes-more-on-worker": nnodes_more_on_worker,
     "nnodes-more-on-master": nnodes_more_on_master,
+    "c10d-master-exits-first": c10d_master_exits_first,
 }
 
 
