@@ -83,6 +83,19 @@ class Term:
                 return int(line.split()[1]) / 1024
         return float("nan")
 
+    def diagnosis_hwm_mb(self) -> float:
+        """The peak RSS of the TUI's diagnosis process (core/diagnosis/child.py), 0 if none runs."""
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if b"ddptui.core.diagnosis.child" not in (proc / "cmdline").read_bytes():
+                    continue
+                status = (proc / "status").read_text()
+            except OSError:
+                continue
+            if f"PPid:\t{self.pid}\n" in status:
+                return next(int(x.split()[1]) / 1024 for x in status.splitlines() if x.startswith("VmHWM:"))
+        return 0.0
+
     def close(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
@@ -152,7 +165,8 @@ def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys:
             t.idle(0.1)
         disk = max(p.stat().st_mtime for p in logs) - min(start_of(p) for p in logs)
         idle = press_until(t, lambda: True, at_least=idle_keys)
-        return {"flood": flood, "idle": idle, "rss": t.hwm_mb(), "rss_start": rss_start, "disk": disk}
+        return {"flood": flood, "idle": idle, "rss": t.hwm_mb(), "rss_start": rss_start, "disk": disk,
+                "rss_diagnosis": t.diagnosis_hwm_mb()}
     finally:
         t.close()
 
@@ -207,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"   ratio p99 {pct(flood, 99) / pct(idle, 99):.1f}x")
             print(f"  TUI peak RSS (VmHWM)   {rss:6.0f} MB (at the flood's start {max(r['rss_start'] for r in res):.0f} MB)"
                   f"   minimal Textual app {mrss:4.0f} MB   ratio {rss / mrss:.1f}x")
+            print(f"  its diagnosis process  {max(r['rss_diagnosis'] for r in res):6.0f} MB peak RSS (VmHWM; "
+                  f"the login node gives the sum of the two)")
             print(f"  first line -> last on disk, TUI {disk:6.2f} s   ddptui --headless {head:6.2f} s"
                   f"   ratio {disk / head:.2f}x")
     return 0

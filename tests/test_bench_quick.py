@@ -5,6 +5,7 @@ torchrun per node."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -24,6 +25,9 @@ def quick(module: str) -> str:
 def test_diagnosis_quick_prints_the_engine_and_grep() -> None:
     out = quick("bench.diagnosis")
     assert "latency" in out and "ddptui diagnose engine" in out and "ratio engine / grep" in out, out
+    assert "through the diagnosis process" in out, out  # the live path's own latency, process hop included
+    # grep read every signature (a pattern it cannot parse makes it fail and count nothing)
+    assert re.search(r"-> [1-9]\d* matching line", out), out
 
 
 @needs_torch
@@ -45,3 +49,4 @@ def test_tui_flood_quick_prints_keys_rss_and_disk_with_their_baselines() -> None
     out = quick("bench.tui_flood")
     assert "key -> screen, flood" in out and "idle app" in out, out
     assert "TUI peak RSS" in out and "minimal Textual app" in out and "ddptui --headless" in out, out
+    assert re.search(r"its diagnosis process +[1-9]\d* MB", out), out  # the TUI's diagnosis ran, and was measured

@@ -19,6 +19,7 @@ import pytest
 
 from ddptui.core import events as E
 from ddptui.core.diagnosis.live import LiveDiagnosis
+from ddptui.core.logs.rundir import RunDir
 from ddptui.core.launch import watchers
 from ddptui.core.launch.orchestrator import describe_failure
 from ddptui.core.playbook.loader import parse_playbook
@@ -203,17 +204,21 @@ def test_describe_failure_says_only_what_is_known(ff: dict, words: str) -> None:
     assert describe_failure(ff) == words
 
 
-def test_master_not_started_is_raised_then_resolved_with_the_playbooks_timeout() -> None:
+def test_master_not_started_is_raised_then_resolved_with_the_playbooks_timeout(tmp_path: Path) -> None:
     seen = []
     master_up = {"v": False}
     live = LiveDiagnosis(2, "m", lambda: master_up["v"], lambda f: seen.append(f.snapshot()), rdzv_timeout=60)
-    live.feed("w", ["[default0]: INFO Rendezvous'ing worker group"], 1)
-    assert seen[-1].id == "master-not-started" and seen[-1].active and "60 s" in seen[-1].explanation
-    master_up["v"] = True
-    live.feed("w", ["Rendezvous complete for workers. Result:"], 2)
-    assert seen[-1].state == "resolved" and [f.id for f in live.findings] == ["master-not-started"]
-    live.reset()
-    assert live.findings == []
+    rd = RunDir(tmp_path, "rdzv", "name: rdzv\n")
+    try:
+        live.deliver(rd, lambda e: None, "w", ["[default0]: INFO Rendezvous'ing worker group"])
+        assert seen[-1].id == "master-not-started" and seen[-1].active and "60 s" in seen[-1].explanation
+        master_up["v"] = True
+        live.deliver(rd, lambda e: None, "w", ["Rendezvous complete for workers. Result:"])
+        assert seen[-1].state == "resolved" and [f.id for f in live.findings] == ["master-not-started"]
+        live.reset()
+        assert live.findings == []
+    finally:
+        live.close()
 
 
 def test_a_fresh_launch_after_a_finished_job_gets_its_own_run_directory(tmp_path: Path) -> None:

@@ -47,7 +47,8 @@ class Printer:
                                             "line": ev.first_line + i, "text": text}), mask=False)
                 else:
                     pre = f"{ev.node:<{self.width}} │ "
-                    self._w("".join(pre + line + "\n" for line in lines), nl=False, mask=False)
+                    if lines:  # one join in C, not a string per line
+                        self._w(pre + ("\n" + pre).join(lines) + "\n", nl=False, mask=False)
                 return
             if self.as_json:
                 self._w(json.dumps(r.obj(ev.to_json(), "output") if r else ev.to_json(), default=str), mask=False)

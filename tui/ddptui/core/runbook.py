@@ -267,6 +267,7 @@ class Runbook(StepHandlers):
         if self.allocation is not None and self.allocation.release():
             self.emit(Notice("info", f"released Slurm allocation {self.allocation.job_id}"))
         _finish_run_dir(self)
+        self.launch.diagnosis.close()
 
 
 def masked_finding(f: Finding, r: Redactor) -> Finding:

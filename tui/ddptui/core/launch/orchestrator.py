@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..diagnosis.live import LiveDiagnosis
+from ..diagnosis.live import DiagnosisFailed, LiveDiagnosis
 from ..errors import StepFailed
 from ..events import CommandPlanned, Event, Notice
 from ..logs.bandwidth import Bandwidth
@@ -43,7 +43,6 @@ class Orchestrator(Watchers):
         self._run_dir = run_dir
         self._set_state = set_state
         self.diagnosis = diagnosis
-        diagnosis.run_in_background()  # off the readers' path; watch() waits for it before its verdict
         self.results: list[dict] = []
         self.bandwidth = Bandwidth(pb.bandwidth.min_busbw_gbps)  # the smoke test's measured figures
         self.detached: dict[str, dict] = {}  # node -> {pid, pgid, log} when the user left the job running
@@ -140,10 +139,11 @@ class Orchestrator(Watchers):
 
         def on_lines(lines: list[str]) -> None:
             self._last_out[name] = time.monotonic()
-            self.diagnosis.deliver(run_dir, self._sink, name, lines)  # disk, screen, then the diagnosis
+            # disk, screen, then the diagnosis; the batch as one text: a pass in C says whether any
+            # line is for the loops below
+            text = self.diagnosis.deliver(run_dir, self._sink, name, lines)
             nr.tail.extend(lines)
             had_world = nr.agent.world_size
-            text = "\n".join(lines)  # one pass in C says whether any line is for the loops below
             nr.agent.feed_lines(lines, text)
             if "ddptui-smoke " in text:
                 for line in lines:  # the smoke test's results
@@ -189,7 +189,11 @@ class Orchestrator(Watchers):
         for nr in procs:  # their node states are posted before the step's verdict
             if nr.watcher is not None:
                 nr.watcher.join(10)
-        self.diagnosis.finish()  # waits for every batch queued: all findings are raised before the verdict
+        try:
+            self.diagnosis.finish()  # waits for every line written: all findings are raised before the verdict
+        except DiagnosisFailed as e:  # the job's verdict stands on its exit codes; the logs are whole
+            self._emit(Notice("error", f"the live diagnosis failed ({str(e).strip().splitlines()[-1]}); the logs are "
+                                       f"complete: `ddptui diagnose {self._run_dir().path}` reads them"))
         if self.stopped_by_user:
             raise StepFailed("stopped by the user")
         bad = [nr for nr in procs if nr.process.returncode != 0 or nr.process.lost]

@@ -24,7 +24,7 @@ import secrets
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -121,13 +121,18 @@ class RunDir:
         """Write lines to the node's log now; return the 1-based number of the first one (counted
         on when the log can no longer be written, so line numbers stay those of the stream).
         `masked`: the caller already passed them through this run's redactor."""
+        shown = lines if masked else self.redactor.lines(lines)
+        return self.append_text(node, "\n".join(shown), len(shown))
+
+    def append_text(self, node: str, text: str, count: int) -> int:
+        """`count` masked lines joined by "\n" (no newline after the last), as `append`."""
         then = _nothing
         with self._lock:
             first = self._counts.setdefault(node, 0) + 1
-            self._counts[node] += len(lines)
+            self._counts[node] += count
             if node not in self.write_errors:
                 try:
-                    self._write_log(node, first, lines if masked else self.redactor.lines(lines))
+                    self._write_log(node, first, count, text)
                 except OSError as e:
                     then = self._failed(node, self.log_path(node), e)
         then()
@@ -137,45 +142,20 @@ class RunDir:
         """Bytes in the node's log so far; None once it can no longer be written."""
         return None if node in self.write_errors else self._sizes.get(node, 0)
 
-    def read_back(self, node: str, offset: int, count: int, block: int = 1 << 18) -> Iterator[str]:
-        """`count` lines of the node's log from byte `offset` (a batch's start, `log_size` before
-        it), as texts of whole lines joined by "\\n" of about `block` bytes each: what the live
-        diagnosis owes when it fell behind, read as it was written, never split into a list. The
-        blocks are small (256 KiB, a couple of ms of the engine's scan in C, which holds the GIL):
-        the TUI's thread and the readers get their turns between them."""
-        with open(self.log_path(node), "rb") as f:
-            f.seek(offset)
-            tail = b""
-            while count > 0 and (data := f.read(block)):
-                data = tail + data
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    tail = data
-                    continue
-                tail = data[cut + 1:]
-                text = data[:cut].decode("utf-8", "replace")
-                n = text.count("\n") + 1
-                if n > count:  # the last block: up to the count-th newline, no further than the lines owed
-                    end = -1
-                    for _ in range(count):
-                        end = text.index("\n", end + 1)
-                    text, n = text[:end], count
-                count -= n
-                yield text
-
-    def _write_log(self, node: str, first: int, lines: list[str]) -> None:
+    def _write_log(self, node: str, first: int, count: int, text: str) -> None:
         f = self._logs.get(node)
         if f is None:
             f = self._logs[node] = open_private(self.log_path(node))
             self._times[node] = open_private(self.times_path(node))
-        data = "\n".join(lines) + "\n" if lines else ""
-        f.write(data)
+        if not count:
+            return
+        f.write(text)
+        f.write("\n")
         f.flush()
-        self._sizes[node] = self._sizes.get(node, 0) + (len(data) if data.isascii() else len(data.encode()))
-        if lines:
-            # floored, never rounded up: a line must not seem to arrive after what it caused
-            self._times[node].write(f"{first} {len(lines)} {math.floor(time.time() * 1000) / 1000:.3f}\n")
-            self._times[node].flush()
+        self._sizes[node] = self._sizes.get(node, 0) + 1 + (len(text) if text.isascii() else len(text.encode()))
+        # floored, never rounded up: a line must not seem to arrive after what it caused
+        self._times[node].write(f"{first} {count} {math.floor(time.time() * 1000) / 1000:.3f}\n")
+        self._times[node].flush()
 
     def event(self, data: dict[str, Any]) -> None:
         then = _nothing

@@ -192,7 +192,6 @@ class Attachment:
         self.started = time.time()
         self.diagnosis = LiveDiagnosis(len(names), names[0], lambda: True,
                                        lambda f: self._emit(E.FindingRaised.of(f)))
-        self.diagnosis.run_in_background()
         self._emit(E.RunStarted(self.run_dir.run_id, str(self.run_dir.path), f"slurm job {self.job_id}",
                                 tuple(names)))
 
@@ -238,6 +237,7 @@ class Attachment:
         self.run_dir.write_summary(summary)
         self._emit(E.RunFinished(self.ok, summary))
         self.run_dir.close()
+        self.diagnosis.close()
 
     def summary(self) -> dict:
         st = self.final

@@ -1,0 +1,181 @@
+"""The live diagnosis runs in its own process and reads each node's log as it grows (live.py,
+process.py, child.py): a reader's batch goes to disk and the screen and never waits for it.
+
+The child is held still on purpose (SIGSTOP), not by the luck of timing, so the diagnosis is
+certainly behind; then every line must still be diagnosed, by the run's end and also without it
+(a node that went quiet after its flood). A child killed mid-flood is replaced and reads the
+launch again; a parent that dies takes its child with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ddptui.core.diagnosis.engine import Engine
+from ddptui.core.diagnosis.live import DiagnosisFailed, LiveDiagnosis
+from ddptui.core.diagnosis.process import MAX_RESTARTS
+from ddptui.core.logs.rundir import RunDir
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "corpus" / "nccl"
+CHATTER = [x for x in (DATA / "90-healthy-socket-aws-64ranks.log").read_text().splitlines() if not x.startswith("# ")]
+FAILURE = ("node02:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> "
+           "returned 113(No route to host) errno 115(Operation now in progress)")
+
+
+def flood(copies: int = 300) -> list[list[str]]:
+    """Batches of NCCL init chatter with the failure in the very last line."""
+    lines = CHATTER * copies + [FAILURE]
+    return [lines[i:i + 100] for i in range(0, len(lines), 100)]
+
+
+def start(tmp_path: Path) -> tuple[LiveDiagnosis, RunDir, list]:
+    seen: list = []
+    live = LiveDiagnosis(expected_nnodes=1, master="node01", master_running=lambda: True, on_change=seen.append)
+    rd = RunDir(tmp_path, "live", "name: live\n")
+    return live, rd, seen
+
+
+def child_pid(live: LiveDiagnosis) -> int:
+    live.reset()  # a launch starts the child
+    live.flush()  # which is up and has answered
+    return live._engine._proc.pid
+
+
+def feed_like_the_reader(live: LiveDiagnosis, rd: RunDir, batches: list[list[str]], shown: list) -> threading.Thread:
+    def reader() -> None:
+        for lines in batches:  # what each node's reader does with a batch (the launch's and attach's)
+            live.deliver(rd, shown.append, "node02", lines)
+    t = threading.Thread(target=reader)
+    t.start()
+    return t
+
+
+def expected(batches: list[list[str]]) -> list[str]:
+    want = Engine(expected_nnodes=1)
+    for lines in batches:
+        want.feed("node02", lines)
+    return [f.id for f in want.finish()]
+
+
+@pytest.fixture
+def live(tmp_path: Path):
+    live, rd, seen = start(tmp_path)
+    yield live, rd, seen
+    live.close()
+
+
+def test_a_stopped_diagnosis_holds_no_reader_back_and_still_reads_every_line(live) -> None:
+    live, rd, seen = live
+    pid = child_pid(live)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        batches, shown = flood(), []
+        t = feed_like_the_reader(live, rd, batches, shown)
+        t.join(30)
+        assert not t.is_alive(), "the reader waited for the diagnosis"  # the child is still stopped
+        assert sum(len(o.lines) for o in shown) == sum(map(len, batches))  # the screen has every line already
+        assert rd.log_path("node02").read_text().count("\n") == sum(map(len, batches))  # and the disk
+        assert not any(f.id == "firewall-or-unreachable" for f in seen)  # nothing was diagnosed yet
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    live.finish()
+    got = live.findings
+    assert [f.id for f in got if f.id != "unrecognized-failure"] == expected(batches) == ["firewall-or-unreachable"]
+    ev = got[0].evidence[0]
+    assert (ev.node, ev.line, ev.text) == ("node02", 300 * len(CHATTER) + 1, FAILURE)  # numbered as in the log
+
+
+def test_a_node_that_goes_quiet_after_its_flood_is_diagnosed_to_its_last_line(live) -> None:
+    live, rd, seen = live
+    pid = child_pid(live)
+    os.kill(pid, signal.SIGSTOP)
+    t = feed_like_the_reader(live, rd, flood(), [])
+    t.join(30)
+    os.kill(pid, signal.SIGCONT)  # no more lines, no finish(): the child reads on by itself
+    deadline = time.monotonic() + 60
+    while not any(f.id == "firewall-or-unreachable" for f in seen) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any(f.id == "firewall-or-unreachable" and f.evidence[0].text == FAILURE for f in seen)
+
+
+def test_a_killed_diagnosis_is_replaced_and_misses_nothing(live) -> None:
+    live, rd, seen = live
+    batches = flood()
+    half = len(batches) // 2
+    for lines in batches[:half]:
+        live.deliver(rd, lambda e: None, "node02", lines)
+    live.node_exited("node02", 1)  # a word said before the death: the new child must hear it too
+    live.flush()
+    first = live._engine._proc.pid
+    os.kill(first, signal.SIGKILL)
+    for lines in batches[half:]:
+        live.deliver(rd, lambda e: None, "node02", lines)
+    live.finish()
+    got = live.findings
+    assert live._engine._proc.pid != first and live._engine.restarts == 1
+    assert [f.id for f in got] == ["firewall-or-unreachable"]  # it explains the exit: no unrecognized-failure
+    assert got[0].evidence[0].line == 300 * len(CHATTER) + 1
+
+
+def test_a_diagnosis_that_keeps_dying_is_given_up_in_words(live) -> None:
+    live, rd, seen = live
+    live.deliver(rd, lambda e: None, "node02", [FAILURE])
+    assert [f.id for f in live.findings] == ["firewall-or-unreachable"]
+    for _ in range(MAX_RESTARTS + 1):  # each death is met by a new child, until the last
+        pid = live._engine._proc.pid
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while live._engine._proc.pid == pid and live._engine._failed is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+    with pytest.raises(DiagnosisFailed, match="keeps ending"):
+        live.finish()
+    assert [f.id for f in live.findings] == ["firewall-or-unreachable"]  # what it found before still stands
+
+
+def test_the_childs_findings_are_the_engines_and_a_relaunch_starts_afresh(live) -> None:
+    live, rd, seen = live
+    live.deliver(rd, lambda e: None, "node02", [FAILURE])
+    assert [f.id for f in live.findings] == ["firewall-or-unreachable"]
+    live.reset()  # a relaunch: the same log goes on, the diagnosis starts from its next line
+    live.deliver(rd, lambda e: None, "node02", ["all fine now"])
+    assert live.findings == []
+    live.deliver(rd, lambda e: None, "node02", [FAILURE])
+    (f,) = live.findings
+    assert f.evidence[0].line == 3  # the line's number in the log, which went on across the relaunch
+
+
+def test_a_dead_parent_leaves_no_diagnosis_process(tmp_path: Path) -> None:
+    code = "\n".join([
+        "import os",
+        "from pathlib import Path",
+        "from ddptui.core.diagnosis.live import LiveDiagnosis",
+        "from ddptui.core.logs.rundir import RunDir",
+        "live = LiveDiagnosis(1, 'a', lambda: True, lambda f: None)",
+        f"live.deliver(RunDir(Path({str(tmp_path)!r}), 'x', 'name: x'), lambda e: None, 'a', ['hi'])",
+        "live.flush()",
+        "print(live._engine._proc.pid, flush=True)",
+        "os._exit(0)",  # no close(): as a crash, a SIGKILL
+    ])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "tui")})
+    assert out.stdout.strip(), out.stderr
+    pid = int(out.stdout.split()[0])
+    status = Path(f"/proc/{pid}/status")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if "State:\tZ" in status.read_text():
+                break  # ended; only its exit status waits for a reaper
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the diagnosis process {pid} outlived its parent")

@@ -1,0 +1,202 @@
+"""The parent's end of the diagnosis process (child.py): started on first use, fed by word of
+where each node's log ends, never by its lines.
+
+A reader's `grew()` only records the new end and wakes the sender thread, which writes what
+changed since its last word: a busy child makes the pipe fill and the sender wait, never the
+reader (ends only grow, so one word covers every batch it missed). Everything else (a node's
+start, its exit, finish, sync) goes in order through the same thread. The child's words come back
+on another thread: each finding that changed goes to `on_change`, each sync's answer to the
+caller waiting for it.
+
+If the child dies (killed, out of memory), the next word starts a new one, which reads every
+node's log again from where this launch began: nothing is missed, a finding is only told again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .model import Finding
+
+TUI_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding the ddptui package
+
+
+COALESCE_SECONDS = 0.002  # the most a word waits for more of a flood
+MAX_RESTARTS = 3  # a child that keeps dying (a broken install) is not started for ever
+
+
+class EngineProcess:
+    def __init__(self, config: dict[str, Any], on_change: Callable[[Finding], None]) -> None:
+        self._config = config  # the engine's settings, sent with every reset
+        self._on_change = on_change
+        self._cond = threading.Condition()
+        self._proc: subprocess.Popen | None = None
+        self._ends: dict[str, int] = {}  # node -> bytes of its log the child may read
+        self._said: dict[str, int] = {}  # node -> the end last written to the child
+        self._history: list[dict] = [{"op": "reset", **config}]  # this launch's words but grew and sync
+        self._ops: deque[dict] = deque()  # words not yet written
+        self._seq = 0
+        self._waiting: dict[int, dict] = {}  # seq -> a sync word not yet answered
+        self._answers: dict[int, dict] = {}
+        self._last: list[dict] = []  # the findings of the last answer
+        self._sender_waits = False
+        self._nodes: set[str] = set()  # nodes whose log this launch's child knows
+        self._closed = False
+        self._failed: str | None = None  # why there is no child any more
+        self._stderr: deque[str] = deque(maxlen=20)
+        self.restarts = 0
+
+    # ---- what the readers and the runner call ----------------------------------------------
+    def known(self, node: str) -> bool:
+        return node in self._nodes
+
+    def open_node(self, node: str, path: Path, offset: int, line: int) -> None:
+        """`node`'s lines of this launch are in its log at `path` from byte `offset`, numbered from `line`."""
+        with self._cond:
+            self._ends[node] = self._said[node] = offset
+            self._nodes.add(node)
+            self._put({"op": "node", "node": node, "path": str(path), "offset": offset, "line": line})
+
+    def grew(self, node: str, end: int) -> None:
+        """`node`'s log holds whole lines up to byte `end` now (a reader's call: never waits). The
+        sender is woken only when it sleeps: under a flood it finds the new ends on its next turn."""
+        with self._cond:
+            self._ends[node] = end
+            if self._sender_waits:
+                self._cond.notify()
+
+    def put(self, op: str, **fields: Any) -> None:
+        """A word after everything said so far; `end=True`: the node's log as it ends now."""
+        with self._cond:
+            if fields.get("end") is True:
+                fields["end"] = self._ends.get(fields["node"], 0)
+            self._put({"op": op, **fields, **({"ends": dict(self._ends)} if op == "finish" else {})})
+
+    def reset(self) -> None:
+        """A new launch: a fresh engine, and no node known until its first lines."""
+        with self._cond:
+            self._ends.clear()
+            self._said.clear()
+            self._nodes.clear()
+            self._history = []
+            self._put({"op": "reset", **self._config})
+
+    def sync(self) -> dict:
+        """Once the child has read every line written so far: its findings, and an error it met."""
+        with self._cond:
+            if self._closed:
+                return {"findings": self._last, "error": None}  # what it said last, for a summary after the end
+            if self._proc is None and self._failed is None and len(self._history) == 1:
+                return {"findings": [], "error": None}  # nothing was ever said
+            self._seq += 1
+            seq = self._seq
+            self._waiting[seq] = word = {"op": "sync", "seq": seq, "ends": dict(self._ends)}
+            self._put(word)
+            while seq not in self._answers and self._failed is None and not self._closed:
+                self._cond.wait(1.0)
+            self._waiting.pop(seq, None)
+            answer = self._answers.pop(seq, None) or {"findings": self._last, "error": self._failed or "closed"}
+            self._last = answer["findings"]
+            return answer
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            proc = self._proc
+        if proc is not None and proc.stdin:
+            try:
+                proc.stdin.close()  # the child ends at the end of its input
+            except OSError:
+                pass
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    # ---- the threads ---------------------------------------------------------------------------
+    def _put(self, word: dict) -> None:
+        """(Under the condition.)"""
+        if word["op"] not in ("sync", "grew"):
+            self._history.append(word)
+        self._ops.append(word)
+        if self._proc is None:
+            self._start()
+        self._cond.notify()
+
+    def _start(self) -> None:
+        """(Under the condition.) A child; after one died, told again all this launch said."""
+        if self._failed is not None or self._closed:
+            return
+        if self._proc is not None:
+            if self.restarts >= MAX_RESTARTS:
+                self._failed = ("the diagnosis process keeps ending (rc " + str(self._proc.returncode) + "): "
+                                + " | ".join(self._stderr))
+                self._cond.notify_all()
+                return
+            self.restarts += 1
+            self._ops = deque([*self._history, *self._waiting.values()])
+            self._said = {}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [TUI_ROOT, os.environ.get("PYTHONPATH")]))}
+        self._proc = proc = subprocess.Popen(
+            [sys.executable, "-m", "ddptui.core.diagnosis.child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=env, text=True, bufsize=1 << 16,
+            start_new_session=True)  # the terminal's Ctrl-C is the parent's to handle; the child ends with its input
+        if self.restarts == 0 and (not self._ops or self._ops[0]["op"] != "reset"):
+            self._ops.appendleft(self._history[0] if self._history[0]["op"] == "reset" else {"op": "reset", **self._config})
+        for target in (self._send, self._listen, self._drain_stderr):
+            threading.Thread(target=target, args=(proc,), name=f"ddptui-diagnosis{target.__name__}", daemon=True).start()
+
+    def _send(self, proc: subprocess.Popen) -> None:
+        assert proc.stdin is not None
+        while True:
+            with self._cond:
+                while not self._closed and self._proc is proc and not self._ops and self._ends == self._said:
+                    self._sender_waits = True
+                    self._cond.wait()
+                self._sender_waits = False
+                if self._closed or self._proc is not proc:
+                    return
+                words = list(self._ops)
+                self._ops.clear()
+                grown = {n: e for n, e in self._ends.items() if self._said.get(n) != e}
+                self._said.update(grown)
+            if grown:  # the words after it were put after these lines were written: it goes first
+                words.insert(0, {"op": "grew", "ends": grown})
+            try:
+                proc.stdin.write("".join(json.dumps(w) + "\n" for w in words))
+                proc.stdin.flush()
+            except (OSError, ValueError):  # the child is gone: _listen starts another
+                return
+            time.sleep(COALESCE_SECONDS)  # a flood's batches in one word, not a word and a wake-up each
+
+    def _listen(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            msg = json.loads(raw)
+            if msg["op"] == "change":
+                self._on_change(Finding.from_json(msg["finding"]))
+            elif msg["op"] == "synced":
+                with self._cond:
+                    self._answers[msg["seq"]] = msg
+                    self._cond.notify_all()
+        proc.wait()
+        with self._cond:
+            if self._proc is proc and not self._closed:
+                self._start()  # it died under us: a new one reads this launch again
+            self._cond.notify_all()
+
+    def _drain_stderr(self, proc: subprocess.Popen) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            self._stderr.append(line.rstrip())
