@@ -13,7 +13,8 @@ from textual.widgets import TabbedContent
 
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.screens.playbook import PlaybookScreen
-from ddptui.ui.widgets.panes import PANE_MAX_LINES, NodePane
+from ddptui.core.logs.classify import line_matches
+from ddptui.ui.widgets.panes import FOLLOW_LINES, PANE_MAX_LINES, NodePane
 from tests.conftest import DATA, needs_torch
 
 pytestmark = [needs_torch, pytest.mark.torch]
@@ -58,6 +59,10 @@ steps: [launch-master, wait-master, launch-workers, watch]
         await pilot.pause(0.5)
         later = [p.total_lines for p in panes]
         assert all(b > a for a, b in zip(mid, later)), (mid, later)  # the key was answered mid-flood
+        await pilot.press("1")
+        await pilot.press("v")  # a filter mid-flood: the panes draw the flood's newest lines that match
+        flt = panes[0].filter
+        assert flt != "all" and all(p.filter == flt for p in panes)
         stop.touch()
         await pilot.press("1")
         assert screen.query_one(TabbedContent).active == "tab-logs"
@@ -76,6 +81,8 @@ steps: [launch-master, wait-master, launch-workers, watch]
             # still at the tail: the job's last lines are what the user sees, not the middle of the flood
             assert not p.stale and p.log.scroll_offset.y >= p.log.max_scroll_y - 1, (p.node, p.log.scroll_offset.y,
                                                                                      p.log.max_scroll_y)
+            # and the filter set mid-flood now holds for the whole buffer, not only the flood's tail
+            assert len(p.log.lines) == sum(1 for x in p.buffer if line_matches(x, flt)) > FOLLOW_LINES, p.node
         run = screen.runbook.run_path
     for node in ("a", "b", "c"):
         lines = (run / f"{node}.log").read_text().splitlines()

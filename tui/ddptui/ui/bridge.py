@@ -34,6 +34,12 @@ class EventBridge:
     def pending(self) -> bool:
         return bool(self._q)
 
+    @property
+    def lines_next(self) -> bool:
+        """The next thing queued is a node's lines."""
+        q = self._q
+        return bool(q) and isinstance(q[0], NodeOutput)
+
     def drain(self) -> Drained:  # the UI thread
         """Lines and events in arrival order: the batch ends before an event that came after lines
         (a new run's reset, a relaunch's commands must not land above lines that came first); the

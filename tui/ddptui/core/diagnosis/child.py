@@ -22,7 +22,10 @@ Out, on stdout: {"op": "change", "finding": {...}} for each finding that appears
 from __future__ import annotations
 
 import json
+import os
+import queue
 import sys
+import threading
 import traceback
 from typing import IO, Any
 
@@ -126,14 +129,24 @@ class Server:
         f.read_to(end, feed)
 
 
+def read_words(words: queue.SimpleQueue) -> None:
+    """stdin's words, as they come. Its end is the parent's (closed, or ddptui killed): the child
+    ends at once, not after a backlog of a flood's lines that nobody waits for any more."""
+    for raw in sys.stdin:
+        words.put(raw)
+    os._exit(0)
+
+
 def main() -> int:
     server = Server(sys.stdout)
-    for raw in sys.stdin:
+    words: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=read_words, args=(words,), daemon=True).start()
+    while True:
+        raw = words.get()
         try:
             server.handle(json.loads(raw))
         except Exception:  # noqa: BLE001 (said at the next sync, and the next lines are still read)
             server.error = server.error or traceback.format_exc(limit=8)
-    return 0
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from ..bridge import Drained
 from ..widgets.panes import FOLLOW_LINES, MergedLog
 from ..widgets.results import ResultsTab
 
-FLOOD_FPS = 8  # how often the panes are drawn while lines come faster than anyone reads them
+FLOOD_FPS = 4  # how often the panes are drawn while lines come faster than anyone reads them
 
 
 class Frames:
@@ -21,15 +21,18 @@ class Frames:
         drawing the panes is most of a frame's cost, and the frames between are the keys'."""
         now = time.monotonic()
         if now >= self._next_drain:
-            flooded = self._drain()
+            flooded = self._drain(frame=True)
             self._next_drain = now + 1 / FLOOD_FPS if flooded else 0.0
 
-    def _drain(self) -> bool:
-        """Everything the bridge holds, to the widgets; whether a pane got more lines than it draws."""
+    def _drain(self, frame: bool = False) -> bool:
+        """What the bridge holds, to the widgets; whether a pane got more lines than it draws. A
+        frame takes the batches up to the lines that came while it drew (the next frame's): drawn
+        in a batch of their own they would look like a calm after the flood, and a pane that
+        skipped lines rebuilds itself whole when the flood calms."""
         if self._held is not None:  # panes for the allocation's nodes are being mounted
             return False
         flooded = self._drain_batch()
-        while self.bridge.pending and self._held is None:
+        while self.bridge.pending and self._held is None and not (frame and self.bridge.lines_next):
             flooded = self._drain_batch() or flooded
         return flooded
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rich.highlighter import Highlighter
 from rich.text import Text
@@ -160,15 +160,26 @@ class NodePane(Vertical):
         """The log rebuilt from the buffer, if it skipped lines (a flood, or hidden)."""
         if self.stale:
             y, following = self.log.scroll_offset.y, self.following
+            self.stale = False  # the whole buffer now, not a flood's tail
             self.set_filter(self.filter)
             if not following:
                 self.log.scroll_to(y=y, animate=False)
 
     def set_filter(self, flt: str) -> None:
-        """Show only the lines that match, from what the pane holds; new lines are filtered too."""
+        """Show only the lines that match, from what the pane holds; new lines are filtered too.
+        Under a flood (the pane follows its tail and skips lines) only the newest FOLLOW_LINES that
+        match, as each frame draws them: the key answers now, and the whole buffer is filtered
+        once the flood calms (`write` -> `catch_up`)."""
         self.filter = flt
-        self.stale = False
         log = self.log
+        if self.stale and self.following:
+            log.clear()
+            log.write_lines([fold(x) for x in _newest(self.buffer, flt, FOLLOW_LINES)], scroll_end=True)
+            to_end_after_refresh(log)
+            self._subtitle()
+            self._note("")
+            return
+        self.stale = False
         log.clear()
         shown = [fold(x) for x in self.buffer if line_matches(x, flt)]
         log.write_lines(shown, scroll_end=True)
@@ -257,10 +268,10 @@ def to_end_after_refresh(log: Log) -> None:
     log.scroll_end(animate=False, immediate=False, x_axis=False)
 
 
-def _newest(lines: list[str], flt: str, n: int) -> list[str]:
+def _newest(lines: Sequence[str], flt: str, n: int) -> list[str]:
     """The newest `n` of `lines` that filter `flt` keeps, in order (a flood's tail: no need to test the rest)."""
     if flt == "all":
-        return lines[-n:]
+        return list(lines)[-n:]
     out = []
     for x in reversed(lines):
         if line_matches(x, flt):
