@@ -45,10 +45,8 @@ class Printer:
                     for i, text in enumerate(lines):
                         self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,
                                             "line": ev.first_line + i, "text": text}), mask=False)
-                else:
-                    pre = f"{ev.node:<{self.width}} │ "
-                    if lines:  # one join in C, not a string per line
-                        self._w(pre + ("\n" + pre).join(lines) + "\n", nl=False, mask=False)
+                elif lines:
+                    self._lines(f"{ev.node:<{self.width}} │ ", lines)
                 return
             if self.as_json:
                 self._w(json.dumps(r.obj(ev.to_json(), "output") if r else ev.to_json(), default=str), mask=False)
@@ -80,6 +78,20 @@ class Printer:
                         + (f" ({ev.partition})" if ev.partition else ""))
             elif isinstance(ev, E.RunStarted):
                 self._w(f"{'ddptui':<{self.width}} │ run {ev.run_id} → {ev.run_dir}")
+
+    def _lines(self, pre: str, lines) -> None:
+        """`pre` before each line: the lines (ASCII, as nearly all are) joined and encoded in one
+        piece, and the prefix put in by one replace of the bytes; never a string per line."""
+        buf = getattr(self.out, "buffer", None)
+        if buf is None:  # a stream of text only
+            self._w(pre + ("\n" + pre).join(lines) + "\n", nl=False, mask=False)
+            return
+        enc = getattr(self.out, "encoding", None) or "utf-8"  # the terminal's, as the text layer's
+        p = pre.encode(enc, "replace")
+        data = "\n".join(lines).encode(enc, "replace")
+        self.out.flush()  # what went through the text layer first
+        buf.write(p + data.replace(b"\n", b"\n" + p) + b"\n")
+        buf.flush()
 
     def _w(self, s: str, nl: bool = True, mask: bool = True) -> None:
         if mask and self.redactor is not None:

@@ -142,7 +142,7 @@ class Orchestrator(Watchers):
             # disk, screen, then the diagnosis; the batch as one text: a pass in C says whether any
             # line is for the loops below
             text = self.diagnosis.deliver(run_dir, self._sink, name, lines)
-            nr.tail.extend(lines)
+            nr.tail.extend(lines[-(nr.tail.maxlen or len(lines)):])
             had_world = nr.agent.world_size
             nr.agent.feed_lines(lines, text)
             if "ddptui-smoke " in text:

@@ -25,7 +25,7 @@ class RootCauseParser:
         neither the block's head nor the world size (nearly every one) costs one search in C."""
         if not self._in:
             text = "\n".join(lines) if text is None else text
-            if "Root Cause" not in text and "global_world_sizes=" not in text:
+            if "Root Cause" not in text and (self.world_size is not None or "global_world_sizes=" not in text):
                 return
         for line in lines:
             self.feed(line)

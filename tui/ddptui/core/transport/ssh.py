@@ -42,6 +42,7 @@ DISABLED_ALGORITHMS = {
     "ciphers": ["3des-cbc", "aes128-cbc", "aes192-cbc", "aes256-cbc"],
     "macs": ["hmac-sha1", "hmac-md5", "hmac-sha1-96", "hmac-md5-96"],
 }
+READ_ALL = 1 << 23  # bytes: more than paramiko's channel window (2 MiB by default)
 MAX_SESSIONS = 8  # sshd allows 10 per connection by default; leave room for the launch
 
 
@@ -54,7 +55,9 @@ class SSHProcess(RemoteProcess):
 
     def _read_stdout(self) -> bytes:
         try:
-            return self._chan.recv(65536)
+            # all that is there, up to more than the channel's window: paramiko shifts what is left
+            # in its buffer after each read (a copy of up to the window per 64 KiB read)
+            return self._chan.recv(READ_ALL)
         except (OSError, EOFError, paramiko.SSHException):
             return b""
 
