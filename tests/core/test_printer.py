@@ -1,0 +1,41 @@
+"""Headless output of a node's lines: `node │ line` for every line, printed as one text per batch,
+in the terminal's own encoding, mixed in order with the other events' lines."""
+
+from __future__ import annotations
+
+import io
+
+from ddptui.cli_printer import Printer
+from ddptui.core import events as E
+
+
+def printed(out: io.TextIOBase, events: list) -> None:
+    p = Printer(as_json=False, width=6, redactor=None)
+    p.out = out
+    for ev in events:
+        p(ev)
+
+
+def test_every_line_gets_its_node_and_the_events_stay_in_order() -> None:
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", write_through=False)
+    printed(out, [E.Notice("info", "before"), E.NodeOutput("node02", ("a", "", "b ü"), 1, "stdout"),
+                  E.Notice("info", "after"), E.NodeOutput("n3", ("c",), 1, "stdout")])
+    out.flush()
+    lines = raw.getvalue().decode().splitlines()
+    assert lines[1:4] == ["node02 │ a", "node02 │ ", "node02 │ b ü"] and lines[5] == "n3     │ c", lines
+    assert "before" in lines[0] and "after" in lines[4]
+
+
+def test_a_terminal_that_is_not_utf8_gets_its_own_encoding() -> None:
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="latin-1")
+    printed(out, [E.NodeOutput("node02", ("façade", "日本"), 1, "stdout")])
+    out.flush()
+    assert raw.getvalue().decode("latin-1").splitlines() == ["node02 ? façade", "node02 ? ??"]
+
+
+def test_a_text_only_stream_gets_the_same_text() -> None:
+    out = io.StringIO()
+    printed(out, [E.NodeOutput("node02", ("x", "y"), 1, "stdout")])
+    assert out.getvalue() == "node02 │ x\nnode02 │ y\n"
