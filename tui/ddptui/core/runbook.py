@@ -71,6 +71,8 @@ class Runbook(StepHandlers):
 
     def _bind(self, playbook: Playbook) -> None:
         """The run's nodes, their diagnosis and launcher; again once a Slurm allocation names the nodes."""
+        if getattr(self, "launch", None) is not None:
+            self.launch.diagnosis.close()  # the diagnosis process of the nodes before (if it ever started)
         self.pb = playbook
         self._nodes: dict[str, NodeRun] = {n.name: NodeRun(n) for n in playbook.ordered_nodes()}
         diagnosis = LiveDiagnosis(len(playbook.nodes), playbook.master, lambda: self._nodes[playbook.master].running,
