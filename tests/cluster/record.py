@@ -98,12 +98,14 @@ def torch_version(python: str = sys.executable) -> str:
     return out.stdout.strip() or "?"
 
 
-def save(name: str, node: str, scenario: str, expected: str, text: str, torch: str | None = None) -> None:
-    keep = [l for l in text.splitlines() if not l.startswith("frame #") and "<omitting python frames>" not in l
-            and "launcher/api.py:" not in l and l.strip()]
+def save(name: str, node: str, scenario: str, expected: str, text: str, torch: str | None = None,
+         frames: bool = False) -> None:
+    """`frames`: keep torch's C++ stack frames (the scenario is about them)."""
+    keep = [l for l in text.splitlines() if (frames or not l.startswith("frame #"))
+            and "<omitting python frames>" not in l and "launcher/api.py:" not in l and l.strip()]
     header = [f"# scenario: {scenario}", f"# expected-diagnosis: {expected}",
               f"# node: {node}; recorded on the ddptui namespace cluster, torch {torch or torch_version()}, gloo; "
-              "C++ frames cut"]
+              + ("C++ frames kept" if frames else "C++ frames cut")]
     (OUT / f"{name}-{node}.log").write_text("\n".join(header + keep) + "\n")
     print(f"  {name}-{node}.log: {len(keep)} lines")
 
@@ -290,9 +292,10 @@ def c10d_master_exits_first(cl: Cluster, opts) -> None:
     else:
         raise SystemExit("c10d-master-exits-first: the race never showed in 10 runs")
     save("24-c10d-master-exits-first", "node02", "c10d rendezvous hosted here; the job succeeds and this agent "
-         "exits (taking the store with it) while node03 still shuts the rendezvous down", "none", mt)
+         "exits (taking the store with it) while node03 still shuts the rendezvous down", "none", mt, frames=True)
     save("24-c10d-master-exits-first", "node03", "c10d rendezvous on node02; the job succeeds; shutting the "
-         "rendezvous down meets the store already gone: a warning, exit 0", "none", wt)
+         "rendezvous down meets the store already gone: a warning with torch's C++ backtrace "
+         "(c10::DistError), exit 0", "none", wt, frames=True)
 
 
 SCENARIOS: dict[str, Callable] = {

@@ -63,3 +63,27 @@ def test_a_line_is_evidence_once_on_its_node() -> None:
         for x in engine.finish():
             shown = [(e.node, e.text) for e in x.evidence]
             assert len(shown) == len(set(shown)), (key, x.id, shown)
+
+
+# A real line from a healthy job: ddptui's CI, tests/cluster/test_slurm.py's c10d sbatch job on the
+# namespace Slurm cluster, 2026-12-02 (torch 2.13.0). The workers' agents met the store already gone
+# while shutting the rendezvous down (the race of 24-c10d-master-exits-first, whose recording cuts
+# C++ frames) and torch printed its warning with a C++ backtrace; the job COMPLETED. A frame names
+# C++'s `c10::DistError::DistError`: no Python exception, no failure.
+DIST_ERROR_FRAME = ("frame #1: c10::DistError::DistError(c10::SourceLocation, std::__cxx11::basic_string<char, "
+                    "std::char_traits<char>, std::allocator<char> >) + 0x72 (0x7f8a4eb52b62 in "
+                    "/tmp/tmp.BAqysEdSlM/p/.venv/lib/python3.11/site-packages/torch/lib/libc10.so)")
+
+
+def test_a_cpp_frame_naming_an_error_class_is_no_failure() -> None:
+    engine = Engine(expected_nnodes=2)
+    for f in GROUPS["24"]:
+        body = split(f)[1]
+        engine.feed(f.stem.rsplit("-", 1)[1], body + ["Exception raised from recvBytes at "
+                                                        "/__w/pytorch/pytorch/torch/csrc/distributed/c10d/Utils.hpp:787 "
+                                                        "(most recent call first):", DIST_ERROR_FRAME])
+    assert [(x.id, x.severity) for x in engine.finish() if x.severity in ("error", "warning")] == []
+    # while a Python exception line still is one
+    engine = Engine(expected_nnodes=1)
+    engine.feed("node03", ["[rank1]: torch.distributed.DistError: the store went away"])
+    assert [x.id for x in engine.finish()] == ["unrecognized-failure"]

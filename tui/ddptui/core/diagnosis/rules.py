@@ -241,9 +241,10 @@ class Sign:
 _EXC_HEAD = r"(?:^|[\]>:)]|\d )\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
 FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("traceback", r"Traceback \(most recent call last\)"),
-    Sign("exception", _EXC_HEAD + r"Error(?::|$)"),
+    # `Error:` but not C++'s `c10::DistError::DistError(...)` in a frame of a warning's backtrace
+    Sign("exception", _EXC_HEAD + r"Error(?::(?!:)|$)"),
     # torchrun's agent told to stop (SIGHUP, SIGINT, SIGTERM: by the runner, the user, the scheduler)
-    Sign("exception", _EXC_HEAD + r"Exception(?::|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
+    Sign("exception", _EXC_HEAD + r"Exception(?::(?!:)|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
     Sign("exception", r"Test NCCL failure "),  # nccl-tests: an NCCL call returned an error
     Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+",)),
     # NCCL's return-code chain, printed only on the way out of an error (its sources are .cc and .cu).
