@@ -42,7 +42,7 @@ class EngineProcess:
         self._proc: subprocess.Popen | None = None
         self._ends: dict[str, int] = {}  # node -> bytes of its log the child may read
         self._said: dict[str, int] = {}  # node -> the end last written to the child
-        self._history: list[dict] = [{"op": "reset", **config}]  # this launch's words but grew and sync
+        self._history: list[dict] = [{"op": "reset", **config}]  # this launch's words but grew, sync, text
         self._ops: deque[dict] = deque()  # words not yet written
         self._seq = 0
         self._waiting: dict[int, dict] = {}  # seq -> a sync word not yet answered
@@ -127,8 +127,8 @@ class EngineProcess:
     # ---- the threads ---------------------------------------------------------------------------
     def _put(self, word: dict) -> None:
         """(Under the condition.)"""
-        if word["op"] not in ("sync", "grew"):
-            self._history.append(word)
+        if word["op"] not in ("sync", "grew", "text"):  # lines sent as text (a log that could not be
+            self._history.append(word)                  # written) are not kept: memory stays bounded
         self._ops.append(word)
         if self._proc is None:
             self._start()
