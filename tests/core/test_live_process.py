@@ -153,29 +153,51 @@ def test_the_childs_findings_are_the_engines_and_a_relaunch_starts_afresh(live) 
 
 
 def test_a_dead_parent_leaves_no_diagnosis_process(tmp_path: Path) -> None:
+    """ddptui killed mid-flood: its diagnosis process ends at once, not after reading the backlog
+    nobody waits for. The child is held still (SIGSTOP) while the parent gives it a flood to read
+    and dies; let go, it has seconds of reading before it (which the test measures), and must end
+    well before that."""
     code = "\n".join([
-        "import os",
+        "import os, sys",
         "from pathlib import Path",
         "from ddptui.core.diagnosis.live import LiveDiagnosis",
         "from ddptui.core.logs.rundir import RunDir",
         "live = LiveDiagnosis(1, 'a', lambda: True, lambda f: None)",
-        f"live.deliver(RunDir(Path({str(tmp_path)!r}), 'x', 'name: x'), lambda e: None, 'a', ['hi'])",
+        f"rd = RunDir(Path({str(tmp_path)!r}), 'x', 'name: x')",
+        "live.deliver(rd, lambda e: None, 'a', ['hi'])",
         "live.flush()",
         "print(live._engine._proc.pid, flush=True)",
+        "sys.stdin.readline()",  # the child is stopped now
+        f"lines = open({str(tmp_path / 'flood.txt')!r}).read().splitlines()",
+        "for i in range(0, len(lines), 5000):",
+        "    live.deliver(rd, lambda e: None, 'a', lines[i:i + 5000])",
         "os._exit(0)",  # no close(): as a crash, a SIGKILL
     ])
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "tui")})
-    assert out.stdout.strip(), out.stderr
-    pid = int(out.stdout.split()[0])
+    lines = CHATTER * (400_000 // len(CHATTER))
+    (tmp_path / "flood.txt").write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()  # what reading that backlog costs the diagnosis here
+    Engine(expected_nnodes=1).feed_text("a", "\n".join(lines))
+    backlog_s = time.perf_counter() - t0
+    assert backlog_s > 0.5, f"the backlog ({len(lines)} lines) is read in {backlog_s:.2f} s: too little to tell"
+    parent = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "tui")})
+    line = parent.stdout.readline()
+    assert line.strip(), parent.stderr.read()
+    pid = int(line)
+    os.kill(pid, signal.SIGSTOP)
+    parent.stdin.write("go\n")
+    parent.stdin.close()
+    assert parent.wait(60) == 0, parent.stderr.read()
+    os.kill(pid, signal.SIGCONT)
+    t0 = time.monotonic()
     status = Path(f"/proc/{pid}/status")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    while time.monotonic() - t0 < backlog_s / 2:
         try:
             if "State:\tZ" in status.read_text():
-                break  # ended; only its exit status waits for a reaper
+                return  # ended; only its exit status waits for a reaper
         except FileNotFoundError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the diagnosis process {pid} outlived its parent")
+            return
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"the diagnosis process {pid} outlived its parent by {backlog_s / 2:.2f} s "
+                f"(reading the backlog would take {backlog_s:.2f} s)")
