@@ -46,7 +46,7 @@ class Printer:
                         self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,
                                             "line": ev.first_line + i, "text": text}), mask=False)
                 elif lines:
-                    self._lines(f"{ev.node:<{self.width}} │ ", lines)
+                    self._lines(f"{ev.node:<{self.width}} │ ", ev.text)
                 return
             if self.as_json:
                 self._w(json.dumps(r.obj(ev.to_json(), "output") if r else ev.to_json(), default=str), mask=False)
@@ -79,16 +79,16 @@ class Printer:
             elif isinstance(ev, E.RunStarted):
                 self._w(f"{'ddptui':<{self.width}} │ run {ev.run_id} → {ev.run_dir}")
 
-    def _lines(self, pre: str, lines) -> None:
-        """`pre` before each line: the lines (ASCII, as nearly all are) joined and encoded in one
+    def _lines(self, pre: str, text: str) -> None:
+        """`pre` before each line of `text` (a batch's lines joined by "\n"): encoded in one
         piece, and the prefix put in by one replace of the bytes; never a string per line."""
         buf = getattr(self.out, "buffer", None)
         if buf is None:  # a stream of text only
-            self._w(pre + ("\n" + pre).join(lines) + "\n", nl=False, mask=False)
+            self._w(pre + text.replace("\n", "\n" + pre) + "\n", nl=False, mask=False)
             return
         enc = getattr(self.out, "encoding", None) or "utf-8"  # the terminal's, as the text layer's
         p = pre.encode(enc, "replace")
-        data = "\n".join(lines).encode(enc, "replace")
+        data = text.encode(enc, "replace")
         self.out.flush()  # what went through the text layer first
         buf.write(p + data.replace(b"\n", b"\n" + p) + b"\n")
         buf.flush()

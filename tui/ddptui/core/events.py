@@ -57,6 +57,14 @@ class NodeOutput(Event):
     first_line: int
     stream: str = "stdout"
 
+    text: str = field(default="", repr=False, compare=False)
+    """The lines joined by "\n" (joined here when not given): once for all who take the batch
+    whole, the log, the printer, the reader's searches."""
+
+    def __post_init__(self) -> None:
+        if not self.text and self.lines:
+            object.__setattr__(self, "text", "\n".join(self.lines))
+
     def to_json(self) -> dict[str, Any]:  # one JSON line per text line, as the contract says
         return {"event": self.kind, "node": self.node, "stream": self.stream,
                 "lines": list(self.lines), "first_line": self.first_line}

@@ -78,11 +78,11 @@ class LiveDiagnosis:
         masked to its log, then to the screen (`sink`), then word to the diagnosis of where the log
         ends now (it reads the lines from there). Returns the masked lines joined by "\n" (one
         text for the reader's own searches)."""
-        shown = run_dir.redactor.lines(lines)  # the screen gets what the disk gets: no secret in clear
-        text = "\n".join(shown)
+        shown = tuple(run_dir.redactor.lines(lines))  # the screen gets what the disk gets: no secret in clear
+        text = "\n".join(shown)  # joined once: the log, the printer and the searches below share it
         at = run_dir.log_size(node)
         first = run_dir.append_text(node, text, len(shown))
-        sink(NodeOutput(node, tuple(shown), first, stream))
+        sink(NodeOutput(node, shown, first, stream, text))
         end = run_dir.log_size(node)
         engine = self._engine
         if at is not None and end is not None:
@@ -99,7 +99,7 @@ class LiveDiagnosis:
     def node_exited(self, node: str, rc: int) -> None:
         """A node's job failed with `rc`: a known signal is its cause now; any other code makes
         `finish()` say `unrecognized-failure` if no rule explains that node."""
-        self._engine.put("exited", node=node, rc=rc, end=True)  # after every line of the node
+        self._engine.exited(node, rc)
 
     def finish(self) -> None:
         self._engine.put("finish")

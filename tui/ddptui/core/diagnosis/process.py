@@ -75,11 +75,14 @@ class EngineProcess:
                 self._cond.notify()
 
     def put(self, op: str, **fields: Any) -> None:
-        """A word after everything said so far; `end=True`: the node's log as it ends now."""
+        """A word after everything said so far."""
         with self._cond:
-            if fields.get("end") is True:
-                fields["end"] = self._ends.get(fields["node"], 0)
             self._put({"op": op, **fields, **({"ends": dict(self._ends)} if op == "finish" else {})})
+
+    def exited(self, node: str, rc: int) -> None:
+        """`node`'s job ended with `rc`, after every line of its log as it ends now."""
+        with self._cond:
+            self._put({"op": "exited", "node": node, "rc": rc, "end": self._ends.get(node, 0)})
 
     def reset(self) -> None:
         """A new launch: a fresh engine, and no node known until its first lines."""
