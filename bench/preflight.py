@@ -1,13 +1,19 @@
 """Preflight of 8 nodes (connect + every check) against pdsh running the same commands.
 
-    sudo .venv/bin/python -m bench.preflight      # needs pdsh (apt-get install pdsh)
+    sudo .venv/bin/python -m bench.preflight [--nodes N] [--reps R]   # needs pdsh (apt-get install pdsh)
 
 Both sides run the same probe script and the same software probe on every node; pdsh also
-connects with OpenSSH each time, as ddptui connects with paramiko once.
+connects with OpenSSH each time, as ddptui connects with paramiko once. ddptui also runs its port
+check (a listener on the master, a connect from each worker), which pdsh does not.
+
+Every "node" here shares this machine's cores: with 8 nodes on 2 cores, 8 torch imports (the
+software probe) are most of either figure. With fewer nodes than cores each node has a core, as a
+real node has its own, and what ddptui does beside the node's work shows.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import shutil
@@ -43,10 +49,10 @@ def ddptui_once(pb_path: Path, cfg: Path, runs: Path) -> float:
     return dt
 
 
-def pdsh_once(cfg: Path) -> float:
+def pdsh_once(cfg: Path, names: list[str]) -> float:
     script = probe_script(probe_commands("10.213.0.2", 29570, False, True))
     env = {**os.environ, "PDSH_RCMD_TYPE": "ssh", "PDSH_SSH_ARGS_APPEND": f"-F {cfg}"}
-    hosts = ",".join(NAMES)
+    hosts = ",".join(names)
     t0 = time.perf_counter()
     for cmd in (f"sh -c {shlex.quote(script)}", f"{shlex.quote(sys.executable)} -c {shlex.quote(PROBE)}"):
         r = subprocess.run(["pdsh", "-w", hosts, cmd], env=env, capture_output=True, text=True)
@@ -55,23 +61,28 @@ def pdsh_once(cfg: Path) -> float:
     return time.perf_counter() - t0
 
 
-def main() -> int:
-    with namespace_cluster(NAMES, None if shutil.which("pdsh") else "pdsh is not installed") as cl:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench.preflight")
+    ap.add_argument("--nodes", type=int, default=len(NAMES), choices=range(2, len(NAMES) + 1), metavar="N",
+                    help=f"nodes, 2 to {len(NAMES)} (default {len(NAMES)})")
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args(argv)
+    names = NAMES[:a.nodes]
+    with namespace_cluster(names, None if shutil.which("pdsh") else "pdsh is not installed") as cl:
         if cl is None:
             return 0
         tmp = Path(tempfile.mkdtemp())
         pb = tmp / "bench.yaml"
-        pb.write_text(f"name: bench\nnodes: node[02-09]\njob:\n  script: builtin:smoke\n  master_port: 29570\n"
-                      f"  backend: gloo\n  python: {sys.executable}\n")
+        pb.write_text(f"name: bench\nnodes: [{', '.join(names)}]\njob:\n  script: builtin:smoke\n"
+                      f"  master_port: 29570\n  backend: gloo\n  python: {sys.executable}\n")
         ddptui_once(pb, cl.ssh_config, tmp)
-        pdsh_once(cl.ssh_config)
-        reps = 5
+        pdsh_once(cl.ssh_config, names)
         d, p = [], []
-        for _ in range(reps):  # interleaved, so that a busy moment of the machine weighs on both
+        for _ in range(a.reps):  # interleaved, so that a busy moment of the machine weighs on both
             d.append(ddptui_once(pb, cl.ssh_config, tmp))
-            p.append(pdsh_once(cl.ssh_config))
+            p.append(pdsh_once(cl.ssh_config, names))
         md, mp = statistics.median(d), statistics.median(p)
-        print(f"preflight of {len(NAMES)} nodes, median of {reps}, {os.cpu_count()} CPUs")
+        print(f"preflight of {len(names)} nodes, median of {a.reps}, {os.cpu_count()} CPUs")
         print(f"  ddptui connect + check (all facts, port test, findings) {md * 1000:8.1f} ms")
         print(f"  pdsh, the same probe and software commands              {mp * 1000:8.1f} ms")
         print(f"  ratio ddptui / pdsh: {md / mp:.2f}x")

@@ -179,6 +179,12 @@ def test_merge_keeps_the_worst_severity_and_every_summary_that_differs() -> None
 class _FakeProbe(Preflight):
     """Preflight with the facts a probe of each node would find: eth0 routes to the master."""
 
+    def _software_probe(self, t: NodeTarget) -> None:
+        return None  # these tests judge the network facts only
+
+    def _software(self, t: NodeTarget, nf: F.NodeFacts, r: None) -> None:
+        pass
+
     def _probe(self, t: NodeTarget) -> None:
         addr = {"node02": "10.0.0.2", "node03": "10.0.0.3", "node04": "10.0.0.4"}[t.name]
         nf = F.NodeFacts(hostname=t.name, hostname_resolves_to=[addr],

@@ -142,7 +142,7 @@ def test_the_env_section_keeps_only_what_the_env_fact_is_for() -> None:
 
 
 def test_the_process_holding_a_port_is_read_from_ss():
-    from ddptui.core.checks.preflight import port_holder
+    from ddptui.core.checks.portcheck import port_holder
 
     line = 'LISTEN 0 128 0.0.0.0:29500 0.0.0.0:* users:(("python3",pid=4242,fd=3))'
     assert port_holder(line) == ("python3", 4242)

@@ -1,30 +1,30 @@
 """Preflight: every node probed at once over its one connection; facts, checks and findings.
 
-Per node, two sessions: the probe script (in the node's own shell env, so we see what its shell
-sets) and the software probe (with the job's python and env, as the launch will see it). Then
+Per node, two sessions at once: the probe script (in the node's own shell env, so we see what its
+shell sets) and the software probe (with the job's python and env, as the launch will see it). Then
 across nodes: a short-lived listener on the master's port, and a real TCP connect to it from
 every worker. Findings compare nodes with each other.
 """
 
 from __future__ import annotations
 
-import re
-
 import subprocess
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
+from typing import Any
 
 from ..diagnosis.catalog import finding, merge_by_id
 from ..diagnosis.model import Evidence, Finding, Fix
 from ..events import CheckResult
 from ..playbook.model import Playbook
-from ..transport.base import Transport
+from ..transport.base import CommandResult, Transport
 from . import facts as F
 from . import judge
 from .predict import gloo_interface, interface_of, nccl_interface, predicted_transport
-from .probe import CONNECT, LISTENER, parse_sections, probe_commands, probe_script
+from .portcheck import port_check
+from .probe import parse_sections, probe_commands, probe_script
 from .software import PROBE, judge_software, parse_probe, probe_view
 
 SHM_MIN_MIB = 1024
@@ -172,86 +172,43 @@ class Preflight:
             s = sec["ping-master"]
             self._check(CheckResult(n, "ping-master", "pass" if s.ok else "warn",
                                  f"{'answers' if s.ok else 'no answer to'} ping to the master {self.master_addr}", s.command, s.output))
-        self._software(t, nf)
         with self._lock:
             self.result.facts[n] = nf
         nf.evidence["nccl-interface"] = ("", why_nccl)
         nf.evidence["gloo-interface"] = ("", why_gloo)
 
-    def _software(self, t: NodeTarget, nf: F.NodeFacts) -> None:
-        r = t.transport.run([t.python, "-c", PROBE], env=t.env, timeout=self.timeout)
+    def _software_probe(self, t: NodeTarget) -> CommandResult:
+        return t.transport.run([t.python, "-c", PROBE], env=t.env, timeout=self.timeout)
+
+    def _software(self, t: NodeTarget, nf: F.NodeFacts, r: CommandResult) -> None:
         info = parse_probe(r.stdout)
         nf.software = {k: info.get(k) for k in ("python", "torch", "cuda", "nccl", "gloo", "nccl_available",
                                                  "cuda_available", "gpus", "executable", "torch_error")}
         nf.evidence["software"] = (f"{t.python} -c <software probe>", (r.stdout + r.stderr).strip())
 
     # ---- across nodes -------------------------------------------------------------------------
-    def _port_check(self) -> None:
-        master = next(t for t in self.targets if t.role == "master")
-        workers = [t for t in self.targets if t.role != "master" and t.name in self.result.facts]
-        port = self.pb.job.master_port
-        wait = 8.0
-        listen: dict = {}
-
-        def listener() -> None:
-            listen["r"] = master.transport.run([master.python, "-c", LISTENER, str(port), str(len(workers)), str(wait)],
-                                               timeout=wait + 10)
-
-        th = threading.Thread(target=listener, daemon=True)
-        th.start()
-        results = {}
-        if workers:
-            with ThreadPoolExecutor(len(workers)) as pool:
-                futs = {w.name: pool.submit(w.transport.run, [w.python, "-c", CONNECT, self.master_addr, str(port), "4"],
-                                            timeout=20) for w in workers}
-                results = {n: f.result() for n, f in futs.items()}
-        th.join(wait + 12)
-        lr = listen.get("r")
-        lout = (lr.stdout + lr.stderr).strip() if lr else "(no answer)"
-        lcmd = f"{master.python} -c <listener on :{port}>"
-        if lr is not None and "bind-failed" in lr.stdout:
-            self._check(CheckResult(master.name, "master-port", "fail", f"port {port} is already in use on the master", lcmd, lout))
-            self.result.findings.append(port_in_use(master.name, port, self.result.facts.get(master.name), lout, lcmd))
-            for w in workers:  # a worker's connect would reach what holds the port: it says nothing
-                self._check(CheckResult(w.name, "master-reachable", "skip",
-                                        f"not tried: the master's port check failed (port {port} is in use)"))
-            return
-        self._check(CheckResult(master.name, "master-port", "pass", f"port {port} is free; a test listener opened", lcmd, lout))
-        blocked = []
-        for w in workers:
-            r = results.get(w.name)
-            out = (r.stdout + r.stderr).strip() if r else ""
-            ok = r is not None and r.rc == 0
-            cmd = f"{w.python} -c <connect {self.master_addr}:{port}>"
-            self._check(CheckResult(w.name, "master-reachable", "pass" if ok else "fail",
-                                 f"TCP {self.master_addr}:{port} " + ("connects" if ok else f"fails: {out}"), cmd, out))
-            if not ok:
-                blocked.append(Evidence(w.name, 0, out or "no answer", cmd))
-        if blocked:
-            self.result.findings.append(finding(
-                "firewall-or-unreachable", [master.name] + [e.node for e in blocked],
-                f"{', '.join(e.node for e in blocked)} cannot open a TCP connection to {self.master_addr}:{port}",
-                blocked + [Evidence(master.name, 0, lout, lcmd)],
-                fix=Fix(scope="manual", explain=f"open TCP {port} (and NCCL's/Gloo's ephemeral ports) between the "
-                                                "nodes, or pick master_addr on an interface the workers can reach")))
-
     def run(self) -> PreflightResult:
-        with ThreadPoolExecutor(max(1, len(self.targets))) as pool:
-            futs = {t.name: pool.submit(self._probe, t) for t in self.targets}
-            for n, f in futs.items():
-                try:
-                    f.result()
-                except Exception as e:  # one node's failure never hides the others'
-                    self._check(CheckResult(n, "probe", "fail", f"the probe failed: {getattr(e, 'reason', e)}"))
+        with ThreadPoolExecutor(max(1, 2 * len(self.targets))) as pool:
+            # the software probe (python importing torch: the slowest) beside the probe script, on a
+            # second channel of the same connection (a second step with --overlap under Slurm); the
+            # port check as soon as every probe script has answered, beside the software probes
+            sw = {t.name: pool.submit(self._software_probe, t) for t in self.targets}
+            for n, f in [(t.name, pool.submit(self._probe, t)) for t in self.targets]:
+                self._settle(n, f)
+            port = pool.submit(self._port_stage)
+            for t in self.targets:
+                if t.name not in self.result.facts:
+                    continue
+                ok, r = self._settle(t.name, sw[t.name])
+                if ok:
+                    self._software(t, self.result.facts[t.name], r)
+                else:  # half a node's facts are none, as when its probe script fails
+                    with self._lock:
+                        del self.result.facts[t.name]
+            port_findings = port.result()
         self.result.backend = self._backend()
         self._judge_nodes()
-        if self.master_addr and any(t.role == "master" and t.name in self.result.facts for t in self.targets):
-            self._port_check()
-        elif self.master_addr:  # no listener without the master's probe: the workers' connects are not tried
-            for t in self.targets:
-                if t.role != "master" and t.name in self.result.facts:
-                    self._check(CheckResult(t.name, "master-reachable", "skip",
-                                            "not tried: the master's probe failed, so no port check ran on it"))
+        self.result.findings += port_findings
         self.result.findings += judge.cross_node(
             {t.name: self.result.facts[t.name] for t in self.targets if t.name in self.result.facts},
             {t.name: t.nproc for t in self.targets}, self.result.backend)
@@ -261,6 +218,28 @@ class Preflight:
                 self._check(CheckResult(t.name, "env", *judge.env_verdict(t.name, nf, t.env, self.result.findings),
                                         *nf.evidence.get("env", ("", ""))))
         return self.result
+
+    def _settle(self, node: str, f: Future) -> tuple[bool, Any]:
+        """(True, what a node's probe gave), or (False, None) when it failed and its row says why:
+        one node's failure never hides the others'."""
+        try:
+            return True, f.result()
+        except Exception as e:  # noqa: BLE001
+            self._check(CheckResult(node, "probe", "fail", f"the probe failed: {getattr(e, 'reason', e)}"))
+            return False, None
+
+    def _port_stage(self) -> list[Finding]:
+        if self.master_addr and any(t.role == "master" and t.name in self.result.facts for t in self.targets):
+            master = next(t for t in self.targets if t.role == "master")
+            workers = [t for t in self.targets if t.role != "master" and t.name in self.result.facts]
+            return port_check(master, workers, self.master_addr, self.pb.job.master_port, self.result.facts,
+                              self._check)
+        if self.master_addr:  # no listener without the master's probe: the workers' connects are not tried
+            for t in self.targets:
+                if t.role != "master" and t.name in self.result.facts:
+                    self._check(CheckResult(t.name, "master-reachable", "skip",
+                                            "not tried: the master's probe failed, so no port check ran on it"))
+        return []
 
     def _backend(self) -> str:
         b = self.pb.job.backend
@@ -312,25 +291,3 @@ class Preflight:
             multi = len(self.targets) > 1
             self.result.findings += judge.loopback(t.name, nf, backend, multi and t.transport.kind != "local")
             self.result.findings += judge.interfaces(t.name, nf, backend, multi)
-
-
-def port_in_use(master: str, port: int, nf: F.NodeFacts | None, listener_out: str, listener_cmd: str) -> Finding:
-    """The master's port is taken: by whom, when `ss -p` could say."""
-    holder = port_holder(nf.port_listening if nf else None)
-    by = f" by {holder[0]} (pid {holder[1]})" if holder else ""
-    stop = f"stop {holder[0]} (kill {holder[1]})" if holder else f"stop what listens on {port}"
-    return finding(
-        "port-in-use", [master], f"master_port {port} is already taken on {master}{by}",
-        [Evidence(master, 0, listener_out, listener_cmd)] + ([Evidence(master, 0, nf.port_listening, "ss -Hltnp")]
-                                                             if nf and nf.port_listening else []),
-        fix=Fix(scope="manual", explain=f"{stop} on {master}, or set job.master_port to a free port"))
-
-
-_HOLDER = re.compile(r'users:\(\("([^"]+)",pid=(\d+)')
-
-
-def port_holder(ss_line: str | None) -> tuple[str, int] | None:
-    """(program, pid) from `ss -p` output: users:(("python3",pid=1234,fd=3)); None when ss could
-    not say (another user's process, or no -p support)."""
-    m = _HOLDER.search(ss_line or "")
-    return (m.group(1), int(m.group(2))) if m else None
