@@ -7,7 +7,9 @@ has read every line: it may fall behind a flood, never the disk or the screen).
 Nodes are `transport: local` processes here, or with `--ssh` (root; the namespace cluster of the
 tests, brought up and down by the bench) real nodes over ssh. Baselines, run beside it: N
 parallel `cat FILE > out` of the same lines (with `--ssh`: `ssh NODE cat FILE > out`, OpenSSH),
-and N parallel copies of the workload itself writing to a file (what producing the lines costs).
+and N parallel copies of the workload itself writing to a file (what producing the lines costs);
+with `--ssh` also N paramiko clients in one process reading the same `cat` (ddptui's transport
+alone: the floor of any paramiko client, whatever it then does with the bytes).
 
     .venv/bin/python -m bench.stream [--quick] [--ssh] [--lines N] [--nodes 1,4] [--reps R]
 """
@@ -23,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -108,6 +111,39 @@ def parallel(cmds: list[list[str]], outs: list[Path]) -> float:
     return time.perf_counter() - t0
 
 
+def paramiko_cat(cl, nodes: list[str], src: Path, outs: list[Path]) -> float:
+    """N paramiko clients in threads of one process, each reading `cat FILE` into a file: the floor
+    of any paramiko client (ddptui's transport), whatever it does with the bytes. Connected
+    beforehand, as ddptui is before its first line; strict host keys, as ddptui's."""
+    import paramiko
+
+    clients = []
+    for n in nodes:
+        c = paramiko.SSHClient()
+        c.load_host_keys(str(cl.known_hosts))
+        c.connect(cl.nodes[n].ip, username="root", key_filename=str(cl.client_key), look_for_keys=False,
+                  allow_agent=False)
+        clients.append(c)
+
+    def read(c: paramiko.SSHClient, out: Path) -> None:
+        ch = c.get_transport().open_session()
+        ch.exec_command(f"cat {src}")
+        with open(out, "wb") as f:
+            while data := ch.recv(1 << 23):
+                f.write(data)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=read, args=(c, o)) for c, o in zip(clients, outs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    dt = time.perf_counter() - t0
+    for c in clients:
+        c.close()
+    return dt
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench.stream")
     ap.add_argument("--quick", action="store_true", help="20k lines, 1 and 2 nodes, one repetition")
@@ -135,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, str(WORKLOAD), str(lines)], stdout=open(src, "w"), check=True)
         how = "ssh NODE cat FILE" if cl else "cat FILE"
         for n in counts:
-            ts, lags, walls, cats, prods = [], [], [], [], []
+            ts, lags, walls, cats, prods, floors = [], [], [], [], [], []
             for _ in range(reps):  # interleaved: ddptui, then the baselines, each repetition
                 t, lag, wall = ddptui_stream(d, n, lines, free_port(), names, cfg)
                 ts.append(t)
@@ -144,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                 outs = [d / f"out{i}" for i in range(n)]
                 cat = [["ssh", "-F", str(cfg), node, "cat", str(src)] for node in names[:n]] if cl else [["cat", str(src)]] * n
                 cats.append(parallel(cat, outs))
+                if cl:
+                    floors.append(paramiko_cat(cl, names[:n], src, outs))
                 prods.append(parallel([[sys.executable, str(WORKLOAD), str(lines)]] * n, outs))
             t, c, p = statistics.median(ts), statistics.median(cats), statistics.median(prods)
             where = "over ssh (namespace cluster)" if cl else "local"
@@ -151,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  ddptui --headless   first line -> last on disk {t:6.2f} s  {n * lines / t / 1e6:5.2f} M lines/s"
                   f"  (launch -> exit {statistics.median(walls):.2f} s)")
             print(f"  {n} x {how} > out{' ' * (38 - len(how))}{c:6.2f} s   ratio {t / c:.1f}x")
+            if floors:
+                f = statistics.median(floors)
+                print(f"  {n} x paramiko reading the same cat > out          {f:6.2f} s   ratio {t / f:.1f}x"
+                      f"  (paramiko / ssh: {f / c:.1f}x, the floor of a paramiko client)")
             print(f"  {n} x the workload > out (the producer alone)     {p:6.2f} s   ratio {t / p:.1f}x")
             print(f"  last line on disk -> verdict (diagnosis done, torchrun gone) {statistics.median(lags):5.2f} s")
     return 0
