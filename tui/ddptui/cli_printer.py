@@ -90,7 +90,9 @@ class Printer:
         p = pre.encode(enc, "replace")
         data = text.encode(enc, "replace")
         self.out.flush()  # what went through the text layer first
-        buf.write(p + data.replace(b"\n", b"\n" + p) + b"\n")
+        buf.write(p)  # three writes, not one joined: joining would copy the batch once more
+        buf.write(data.replace(b"\n", b"\n" + p))
+        buf.write(b"\n")
         buf.flush()
 
     def _w(self, s: str, nl: bool = True, mask: bool = True) -> None:
