@@ -1,6 +1,6 @@
 """Preflight of 8 nodes (connect + every check) against pdsh running the same commands.
 
-    sudo .venv/bin/python -m bench.preflight [--nodes N] [--reps R]   # needs pdsh (apt-get install pdsh)
+    sudo .venv/bin/python -m bench.preflight [--quick] [--nodes N] [--reps R]   # needs pdsh (apt-get install pdsh)
 
 Both sides run the same probe script and the same software probe on every node; pdsh also
 connects with OpenSSH each time, as ddptui connects with paramiko once. ddptui also runs its port
@@ -31,6 +31,7 @@ from ddptui.core.playbook.loader import load_playbook
 from ddptui.core.runbook import Runbook
 from ddptui.core.transport.factory import SSHSettings, make_factory
 from bench.common import NAMES, namespace_cluster
+from tests.cluster.netns import Cluster
 
 
 def ddptui_once(pb_path: Path, cfg: Path, runs: Path) -> float:
@@ -49,8 +50,8 @@ def ddptui_once(pb_path: Path, cfg: Path, runs: Path) -> float:
     return dt
 
 
-def pdsh_once(cfg: Path, names: list[str]) -> float:
-    script = probe_script(probe_commands("10.213.0.2", 29570, False, True))
+def pdsh_once(cfg: Path, names: list[str], master_ip: str) -> float:
+    script = probe_script(probe_commands(master_ip, 29570, False, True))
     env = {**os.environ, "PDSH_RCMD_TYPE": "ssh", "PDSH_SSH_ARGS_APPEND": f"-F {cfg}"}
     hosts = ",".join(names)
     t0 = time.perf_counter()
@@ -61,31 +62,37 @@ def pdsh_once(cfg: Path, names: list[str]) -> float:
     return time.perf_counter() - t0
 
 
+def measure(cl: Cluster, names: list[str], reps: int) -> None:
+    """Print the figures for `names` of the namespace cluster `cl` (up already)."""
+    tmp = Path(tempfile.mkdtemp())
+    pb = tmp / "bench.yaml"
+    pb.write_text(f"name: bench\nnodes: [{', '.join(names)}]\njob:\n  script: builtin:smoke\n"
+                  f"  master_port: 29570\n  backend: gloo\n  python: {sys.executable}\n")
+    master_ip = cl.nodes[names[0]].ip
+    ddptui_once(pb, cl.ssh_config, tmp)
+    pdsh_once(cl.ssh_config, names, master_ip)
+    d, p = [], []
+    for _ in range(reps):  # interleaved, so that a busy moment of the machine weighs on both
+        d.append(ddptui_once(pb, cl.ssh_config, tmp))
+        p.append(pdsh_once(cl.ssh_config, names, master_ip))
+    md, mp = statistics.median(d), statistics.median(p)
+    print(f"preflight of {len(names)} nodes, median of {reps}, {os.cpu_count()} CPUs")
+    print(f"  ddptui connect + check (all facts, port test, findings) {md * 1000:8.1f} ms")
+    print(f"  pdsh, the same probe and software commands              {mp * 1000:8.1f} ms")
+    print(f"  ratio ddptui / pdsh: {md / mp:.2f}x")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench.preflight")
-    ap.add_argument("--nodes", type=int, default=len(NAMES), choices=range(2, len(NAMES) + 1), metavar="N",
+    ap.add_argument("--quick", action="store_true", help="2 nodes, one repetition")
+    ap.add_argument("--nodes", type=int, default=None, choices=range(2, len(NAMES) + 1), metavar="N",
                     help=f"nodes, 2 to {len(NAMES)} (default {len(NAMES)})")
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=None)
     a = ap.parse_args(argv)
-    names = NAMES[:a.nodes]
+    names = NAMES[:a.nodes or (2 if a.quick else len(NAMES))]
     with namespace_cluster(names, None if shutil.which("pdsh") else "pdsh is not installed") as cl:
-        if cl is None:
-            return 0
-        tmp = Path(tempfile.mkdtemp())
-        pb = tmp / "bench.yaml"
-        pb.write_text(f"name: bench\nnodes: [{', '.join(names)}]\njob:\n  script: builtin:smoke\n"
-                      f"  master_port: 29570\n  backend: gloo\n  python: {sys.executable}\n")
-        ddptui_once(pb, cl.ssh_config, tmp)
-        pdsh_once(cl.ssh_config, names)
-        d, p = [], []
-        for _ in range(a.reps):  # interleaved, so that a busy moment of the machine weighs on both
-            d.append(ddptui_once(pb, cl.ssh_config, tmp))
-            p.append(pdsh_once(cl.ssh_config, names))
-        md, mp = statistics.median(d), statistics.median(p)
-        print(f"preflight of {len(names)} nodes, median of {a.reps}, {os.cpu_count()} CPUs")
-        print(f"  ddptui connect + check (all facts, port test, findings) {md * 1000:8.1f} ms")
-        print(f"  pdsh, the same probe and software commands              {mp * 1000:8.1f} ms")
-        print(f"  ratio ddptui / pdsh: {md / mp:.2f}x")
+        if cl is not None:
+            measure(cl, names, a.reps or (1 if a.quick else 5))
     return 0
 
 
