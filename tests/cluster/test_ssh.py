@@ -315,6 +315,23 @@ def test_auth_failure_names_the_key_it_tried(cluster: Cluster, ssh_env: Path, tm
     assert f"authentication failed for root@10.213.0.2:22; tried {wrong} ({fp})" == ei.value.reason
 
 
+def test_gcm_is_negotiated_and_ssh_config_ciphers_are_honoured(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:
+    t = transport(cluster, "node02")
+    t.connect()
+    assert t._t.remote_cipher == t._t.local_cipher == "aes128-gcm@openssh.com"  # the cheapest to read a flood through
+    t.close()
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host node02\n  Ciphers aes256-ctr\n" + cluster.ssh_config.read_text())
+    t = transport(cluster, "node02", cfg)
+    t.connect()
+    assert t._t.remote_cipher == "aes256-ctr" and t.run(["hostname"], timeout=10).stdout.strip() == "node02"
+    t.close()
+    cfg.write_text("Host node02\n  Ciphers chacha20-poly1305@openssh.com\n" + cluster.ssh_config.read_text())
+    with pytest.raises(NodeError) as e:
+        transport(cluster, "node02", cfg).connect()
+    assert e.value.kind == "config" and "Ciphers" in e.value.reason and "aes128-gcm@openssh.com" in e.value.reason
+
+
 def test_playbook_values_override_ssh_config(cluster: Cluster, ssh_env: Path) -> None:
     t = SSHTransport(NodeSpec("node02", host="10.213.0.3"), OPTS, SSHSettings(ssh_config=cluster.ssh_config,
                                                                              accept_new_host_keys=False))

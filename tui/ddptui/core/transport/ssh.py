@@ -159,6 +159,13 @@ class SSHTransport(Transport):
             s.settimeout(None)
             sock = s
         t = paramiko.Transport(sock, disabled_algorithms=DISABLED_ALGORITHMS)
+        opts = t.get_security_options()
+        usable = [c for c in target.ciphers if c in opts.ciphers]
+        if not usable:
+            t.close()
+            raise NodeError(self.node, f"no cipher to offer {where}: ssh_config's Ciphers for {target.alias} leaves "
+                                       f"none that ddptui can use ({', '.join(opts.ciphers)})", "config")
+        opts.ciphers = usable
         t.banner_timeout = target.connect_timeout
         t.handshake_timeout = target.connect_timeout
         t.auth_timeout = target.connect_timeout
@@ -168,7 +175,6 @@ class SSHTransport(Transport):
         known = kh.known_keys(name)
         if known:  # prefer the key type we know, as OpenSSH and paramiko's SSHClient do
             types = [k.get_name() for k in known]
-            opts = t.get_security_options()
             opts.key_types = types + [k for k in opts.key_types if k not in types]
         try:
             t.start_client(timeout=target.connect_timeout)
