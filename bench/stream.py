@@ -114,15 +114,20 @@ def parallel(cmds: list[list[str]], outs: list[Path]) -> float:
 def paramiko_cat(cl, nodes: list[str], src: Path, outs: list[Path]) -> float:
     """N paramiko clients in threads of one process, each reading `cat FILE` into a file: the floor
     of any paramiko client (ddptui's transport), whatever it does with the bytes. Connected
-    beforehand, as ddptui is before its first line; strict host keys, as ddptui's."""
+    beforehand, as ddptui is before its first line; strict host keys and the cipher ddptui
+    negotiates, as ddptui's."""
     import paramiko
+
+    from ddptui.core.transport.ssh_config import CIPHERS
+
+    others = [x for x in paramiko.Transport._preferred_ciphers if x != CIPHERS[0]]
 
     clients = []
     for n in nodes:
         c = paramiko.SSHClient()
         c.load_host_keys(str(cl.known_hosts))
         c.connect(cl.nodes[n].ip, username="root", key_filename=str(cl.client_key), look_for_keys=False,
-                  allow_agent=False)
+                  allow_agent=False, disabled_algorithms={"ciphers": others})
         clients.append(c)
 
     def read(c: paramiko.SSHClient, out: Path) -> None:
