@@ -90,7 +90,7 @@ class LiveDiagnosis:
                 engine.open_node(node, run_dir.log_path(node), at, first)
             engine.grew(node, end)
         else:  # the log could not be written: the lines themselves, in order
-            engine.put("text", node=node, line=first, text=text)
+            engine.text(node, first, text)
         if node != self._master and (WAITING in text or self._own.get("master-not-started")):
             with self._lock:
                 self._watch_rendezvous(node, shown, first)
@@ -102,7 +102,7 @@ class LiveDiagnosis:
         self._engine.exited(node, rc)
 
     def finish(self) -> None:
-        self._engine.put("finish")
+        self._engine.finish()
         self.flush()
 
     @property

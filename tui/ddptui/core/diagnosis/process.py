@@ -40,16 +40,15 @@ class EngineProcess:
         self._on_change = on_change
         self._cond = threading.Condition()
         self._proc: subprocess.Popen | None = None
-        self._ends: dict[str, int] = {}  # node -> bytes of its log the child may read
+        self._ends: dict[str, int] = {}  # node -> bytes of its log the child may read (the nodes it knows)
         self._said: dict[str, int] = {}  # node -> the end last written to the child
         self._history: list[dict] = [{"op": "reset", **config}]  # this launch's words but grew, sync, text
-        self._ops: deque[dict] = deque()  # words not yet written
+        self._ops: deque[dict] = deque(self._history)  # words not yet written: the first child's reset first
         self._seq = 0
         self._waiting: dict[int, dict] = {}  # seq -> a sync word not yet answered
         self._answers: dict[int, dict] = {}
         self._last: list[dict] = []  # the findings of the last answer
         self._sender_waits = False
-        self._nodes: set[str] = set()  # nodes whose log this launch's child knows
         self._closed = False
         self._failed: str | None = None  # why there is no child any more
         self._stderr: deque[str] = deque(maxlen=20)
@@ -57,40 +56,47 @@ class EngineProcess:
 
     # ---- what the readers and the runner call ----------------------------------------------
     def known(self, node: str) -> bool:
-        return node in self._nodes
+        return node in self._ends
 
     def open_node(self, node: str, path: Path, offset: int, line: int) -> None:
         """`node`'s lines of this launch are in its log at `path` from byte `offset`, numbered from `line`."""
         with self._cond:
             self._ends[node] = self._said[node] = offset
-            self._nodes.add(node)
             self._put({"op": "node", "node": node, "path": str(path), "offset": offset, "line": line})
 
     def grew(self, node: str, end: int) -> None:
         """`node`'s log holds whole lines up to byte `end` now (a reader's call: never waits). The
         sender is woken only when it sleeps: under a flood it finds the new ends on its next turn."""
         with self._cond:
+            if node not in self._ends:  # a batch of the launch before a reset: not this child's
+                return
             self._ends[node] = end
             if self._sender_waits:
                 self._cond.notify()
 
-    def put(self, op: str, **fields: Any) -> None:
-        """A word after everything said so far."""
+    def text(self, node: str, line: int, text: str) -> None:
+        """`node`'s lines from number `line`, joined by "\n": lines its log could not hold."""
         with self._cond:
-            self._put({"op": op, **fields, **({"ends": dict(self._ends)} if op == "finish" else {})})
+            self._put({"op": "text", "node": node, "line": line, "text": text})
 
     def exited(self, node: str, rc: int) -> None:
         """`node`'s job ended with `rc`, after every line of its log as it ends now."""
         with self._cond:
             self._put({"op": "exited", "node": node, "rc": rc, "end": self._ends.get(node, 0)})
 
+    def finish(self) -> None:
+        """Judge what is judged at the end, after every line written so far."""
+        with self._cond:
+            self._put({"op": "finish", "ends": dict(self._ends)})
+
     def reset(self) -> None:
         """A new launch: a fresh engine, and no node known until its first lines."""
         with self._cond:
             self._ends.clear()
             self._said.clear()
-            self._nodes.clear()
             self._history = []
+            if self._proc is None:
+                self._ops.clear()  # no child yet: the first one needs only this reset
             self._put({"op": "reset", **self._config})
 
     def sync(self) -> dict:
@@ -155,8 +161,6 @@ class EngineProcess:
             [sys.executable, "-m", "ddptui.core.diagnosis.child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=env, text=True, bufsize=1 << 16,
             start_new_session=True)  # the terminal's Ctrl-C is the parent's to handle; the child ends with its input
-        if self.restarts == 0 and (not self._ops or self._ops[0]["op"] != "reset"):
-            self._ops.appendleft(self._history[0] if self._history[0]["op"] == "reset" else {"op": "reset", **self._config})
         for target in (self._send, self._listen, self._drain_stderr):
             threading.Thread(target=target, args=(proc,), name=f"ddptui-diagnosis{target.__name__}", daemon=True).start()
 
