@@ -57,13 +57,13 @@ class NodeOutput(Event):
     first_line: int
     stream: str = "stdout"
 
-    text: str = field(default="", repr=False, compare=False)
-    """The lines joined by "\n" (joined here when not given): once for all who take the batch
-    whole, the log, the printer, the reader's searches."""
+    joined: str | None = field(default=None, repr=False, compare=False)  # the lines joined, if the maker has them
 
-    def __post_init__(self) -> None:
-        if not self.text and self.lines:
-            object.__setattr__(self, "text", "\n".join(self.lines))
+    @property
+    def text(self) -> str:
+        """The lines joined by "\n": the reader's own join (the log's), shared with the printer;
+        joined here only for a batch made without it and only when asked (the TUI never asks)."""
+        return "\n".join(self.lines) if self.joined is None else self.joined
 
     def to_json(self) -> dict[str, Any]:  # one JSON line per text line, as the contract says
         return {"event": self.kind, "node": self.node, "stream": self.stream,
