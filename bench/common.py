@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from tests.cluster.netns import Cluster, NodeOpts, down, missing_requirements, up
@@ -25,3 +25,13 @@ def namespace_cluster(names: list[str] = NAMES, also_needs: str | None = None) -
         yield cl
     finally:
         down(cl)
+
+
+def on_cluster(names: list[str], measure: Callable[[Cluster, list[str], int], None], reps: int,
+               also_needs: str | None = None) -> int:
+    """A cluster bench's main: `measure(cluster, names, reps)` on the nodes brought up for it (the
+    test suite calls `measure` on its own cluster)."""
+    with namespace_cluster(names, also_needs) as cl:
+        if cl is not None:
+            measure(cl, names, reps)
+    return 0

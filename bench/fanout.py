@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ddptui.core.playbook.model import NodeSpec, SSHOptions
 from ddptui.core.transport.factory import SSHSettings
 from ddptui.core.transport.ssh import SSHTransport
-from bench.common import NAMES, namespace_cluster
+from bench.common import NAMES, on_cluster
 from tests.cluster.netns import Cluster
 
 CMD = ["sh", "-c", "hostname; ip -j addr; ip -j route"]
@@ -76,11 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench.fanout")
     ap.add_argument("--quick", action="store_true", help="3 nodes, one repetition")
     a = ap.parse_args(argv)
-    names = NAMES[:3] if a.quick else NAMES
-    with namespace_cluster(names) as cl:
-        if cl is not None:
-            measure(cl, names, 1 if a.quick else 5)
-    return 0
+    return on_cluster(NAMES[:3] if a.quick else NAMES, measure, 1 if a.quick else 5)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from ddptui.core.events import CheckResult, NodeState
 from ddptui.core.playbook.loader import load_playbook
 from ddptui.core.runbook import Runbook
 from ddptui.core.transport.factory import SSHSettings, make_factory
-from bench.common import NAMES, namespace_cluster
+from bench.common import NAMES, on_cluster
 from tests.cluster.netns import Cluster
 
 
@@ -89,11 +89,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"nodes, 2 to {len(NAMES)} (default {len(NAMES)})")
     ap.add_argument("--reps", type=int, default=None)
     a = ap.parse_args(argv)
-    names = NAMES[:a.nodes or (2 if a.quick else len(NAMES))]
-    with namespace_cluster(names, None if shutil.which("pdsh") else "pdsh is not installed") as cl:
-        if cl is not None:
-            measure(cl, names, a.reps or (1 if a.quick else 5))
-    return 0
+    return on_cluster(NAMES[:a.nodes or (2 if a.quick else len(NAMES))], measure, a.reps or (1 if a.quick else 5),
+                      None if shutil.which("pdsh") else "pdsh is not installed")
 
 
 if __name__ == "__main__":
