@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import itertools
 import time
 from collections.abc import Callable, Sequence
 
@@ -270,8 +271,8 @@ def to_end_after_refresh(log: Log) -> None:
 
 def _newest(lines: Sequence[str], flt: str, n: int) -> list[str]:
     """The newest `n` of `lines` that filter `flt` keeps, in order (a flood's tail: no need to test the rest)."""
-    if flt == "all":
-        return list(lines)[-n:]
+    if flt == "all":  # from the end: a pane's deque is not copied whole for its last lines
+        return list(itertools.islice(reversed(lines), n))[::-1]
     out = []
     for x in reversed(lines):
         if line_matches(x, flt):
