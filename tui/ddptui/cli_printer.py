@@ -46,7 +46,7 @@ class Printer:
                         self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,
                                             "line": ev.first_line + i, "text": text}), mask=False)
                 elif lines:
-                    self._lines(f"{ev.node:<{self.width}} │ ", ev.text)
+                    self._lines(f"{ev.node:<{self.width}} │ ", ev.data)
                 return
             if self.as_json:
                 self._w(json.dumps(r.obj(ev.to_json(), "output") if r else ev.to_json(), default=str), mask=False)
@@ -79,20 +79,21 @@ class Printer:
             elif isinstance(ev, E.RunStarted):
                 self._w(f"{'ddptui':<{self.width}} │ run {ev.run_id} → {ev.run_dir}")
 
-    def _lines(self, pre: str, text: str) -> None:
-        """`pre` before each line of `text` (a batch's lines joined by "\n"): encoded in one
-        piece, and the prefix put in by one replace of the bytes; never a string per line."""
+    def _lines(self, pre: str, data: bytes) -> None:
+        """`pre` before each line of `data` (a batch's UTF-8 bytes, each line ending "\n", as they
+        went to the log): the prefix put in by one replace of the bytes; never a string per line."""
         buf = getattr(self.out, "buffer", None)
         if buf is None:  # a stream of text only
-            self._w(pre + text.replace("\n", "\n" + pre) + "\n", nl=False, mask=False)
+            self._w(pre + data[:-1].decode().replace("\n", "\n" + pre) + "\n", nl=False, mask=False)
             return
-        enc = getattr(self.out, "encoding", None) or "utf-8"  # the terminal's, as the text layer's
+        enc = (getattr(self.out, "encoding", None) or "utf-8").lower().replace("_", "-")
         p = pre.encode(enc, "replace")
-        data = text.encode(enc, "replace")
+        if enc not in ("utf-8", "utf8") and not data.isascii():  # the terminal's encoding, as the text layer's
+            data = data.decode().encode(enc, "replace")
         self.out.flush()  # what went through the text layer first
-        buf.write(p)  # three writes, not one joined: joining would copy the batch once more
-        buf.write(data.replace(b"\n", b"\n" + p))
-        buf.write(b"\n")
+        out = memoryview(data.replace(b"\n", b"\n" + p))
+        buf.write(p)  # the prefix, then the batch with a prefix after every newline but the last
+        buf.write(out[:len(out) - len(p)])
         buf.flush()
 
     def _w(self, s: str, nl: bool = True, mask: bool = True) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .diagnosis.model import Finding
+from .logs.lines import Chunk
 from .states import NodeStatus, StepState
 
 
@@ -49,21 +50,27 @@ class StepChanged(Event):
 
 @dataclass(frozen=True)
 class NodeOutput(Event):
-    """A batch of lines from one node's job, in order; `first_line` is the 1-based line number."""
+    """A batch of lines from one node's job, in order; `first_line` is the 1-based line number.
+    `lines`: a tuple, or the reader's Chunk (its bytes as they went to the log; the strings are made
+    only for the lines somebody reads)."""
 
     kind = "output"
     node: str
-    lines: tuple[str, ...]
+    lines: Sequence[str]
     first_line: int
     stream: str = "stdout"
 
-    joined: str | None = field(default=None, repr=False, compare=False)  # the lines joined, if the maker has them
-
     @property
     def text(self) -> str:
-        """The lines joined by "\n": the reader's own join (the log's), shared with the printer;
-        joined here only for a batch made without it and only when asked (the TUI never asks)."""
-        return "\n".join(self.lines) if self.joined is None else self.joined
+        """The lines joined by "\n"."""
+        return self.lines.text if isinstance(self.lines, Chunk) else "\n".join(self.lines)
+
+    @property
+    def data(self) -> bytes:
+        """The lines as UTF-8, each followed by "\n" (a Chunk's own bytes, not a copy)."""
+        if isinstance(self.lines, Chunk):
+            return self.lines.data
+        return ("".join(x + "\n" for x in self.lines)).encode("utf-8", "replace")
 
     def to_json(self) -> dict[str, Any]:  # one JSON line per text line, as the contract says
         return {"event": self.kind, "node": self.node, "stream": self.stream,

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from .logs.lines import Chunk
+
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "KEY", "CREDENTIAL", "AUTH",
                 "COOKIE", "SESSION", "PRIVATE", "JWT", "SIGNATURE", "BEARER")
 _SECRET_NAME = re.compile(r"(?:^|_|-)(?:" + "|".join(SECRET_WORDS) + r")S?(?:$|_|-)|APIKEY|ACCESSKEY|PASSWORD|TOKEN|SECRET",
@@ -80,6 +82,7 @@ class Redactor:
         self.short: set[str] = set()  # names whose value is too short to search for
         self.counts: Counter[tuple[str, str]] = Counter()  # (place, what) -> how many replaced
         self._rx: re.Pattern | None = None
+        self._brx: re.Pattern | None = None  # the same, on bytes
         for k, v in (values or {}).items():
             if self.is_secret(k):
                 self.hide(k, v)
@@ -139,7 +142,7 @@ class Redactor:
             return
         if value not in self.values:
             self.values[value] = name
-            self._rx = None
+            self._rx = self._brx = None
 
     def learn(self, s: str) -> None:
         """Find `SECRET_NAME=value` pairs in a text, so that their values are hidden everywhere."""
@@ -184,6 +187,18 @@ class Redactor:
         if not self.values or not self._values_rx().search("\n".join(lines)):
             return lines
         return [self._by_values(line, place) for line in lines]
+
+    def chunk(self, c: Chunk, place: str = "log") -> Chunk:
+        """`lines` for a reader's batch as bytes: one search of its bytes, the same Chunk back when
+        nothing is known or nothing matched (nearly always)."""
+        if not self.values:
+            return c
+        rx = self._brx
+        if rx is None:
+            rx = self._brx = re.compile(self._values_rx().pattern.encode())
+        if not rx.search(c.data):
+            return c
+        return Chunk.of_lines(self._by_values(line, place) for line in c)
 
     def yaml_text(self, s: str, place: str = "playbook") -> str:
         """A playbook with its secret values hidden that still loads: bare placeholders are quoted

@@ -12,6 +12,7 @@ import collections
 from dataclasses import dataclass, field
 
 from ..core.events import Event, NodeOutput
+from ..core.logs.lines import last, newest
 
 
 @dataclass
@@ -45,29 +46,26 @@ class EventBridge:
         (a new run's reset, a relaunch's commands must not land above lines that came first); the
         caller drains again while `pending`."""
         out = Drained()
-        chunks: list[NodeOutput] = []  # "node │ line" is made for the newest lines only, at the end
+        chunks: list[NodeOutput] = []  # the strings are made for the newest lines only, at the end
+        batches: dict[str, list] = {}  # node -> its batches this frame
         q = self._q
         while q:
             if out.counts and not isinstance(q[0], NodeOutput):
                 break
             ev = q.popleft()
             if isinstance(ev, NodeOutput):
-                buf = out.lines.setdefault(ev.node, [])
-                buf.extend(ev.lines)
+                batches.setdefault(ev.node, []).append(ev.lines)
                 chunks.append(ev)
                 out.counts[ev.node] = out.counts.get(ev.node, 0) + len(ev.lines)
-                if len(buf) > 2 * self.max_lines:
-                    del buf[: len(buf) - self.max_lines]
             else:
                 out.events.append(ev)
-        for buf in out.lines.values():
-            if len(buf) > self.max_lines:
-                del buf[: len(buf) - self.max_lines]
-        need, parts = self.max_lines, []
+        n = self.max_lines
+        out.lines = {node: newest(bs, n) for node, bs in batches.items()}
+        need, parts = n, []  # "node │ line" for the newest n lines of all nodes
         for ev in reversed(chunks):
             if need <= 0:
                 break
-            parts.append([f"{ev.node} │ {x}" for x in ev.lines[-need:]])
+            parts.append([f"{ev.node} │ {x}" for x in last(ev.lines, need)])
             need -= len(parts[-1])
         out.merged = [x for part in reversed(parts) for x in part]
         return out

@@ -9,10 +9,11 @@ observation of ddptui's, raised the moment the worker's line arrives.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..events import Event, NodeOutput
+from ..logs.lines import Chunk
 
 from .catalog import CATALOG, finding
 from .model import Evidence, Finding
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from ..logs.rundir import RunDir
 
 WAITING = "Rendezvous'ing worker group"
+_WAITING = WAITING.encode()
 JOINED = ("Rendezvous complete for workers", "init_process_group done")
 
 
@@ -72,29 +74,29 @@ class LiveDiagnosis:
         """The run is over: the diagnosis process ends (it would at ddptui's own end anyway)."""
         self._engine.close()
 
-    def deliver(self, run_dir: RunDir, sink: Callable[[Event], None], node: str, lines: list[str],
-                stream: str = "stdout") -> str:
+    def deliver(self, run_dir: RunDir, sink: Callable[[Event], None], node: str, lines: Chunk | Sequence[str],
+                stream: str = "stdout") -> Chunk:
         """A batch of a node's output, the hot path of every reader (the launch's and attach's):
         masked to its log, then to the screen (`sink`), then word to the diagnosis of where the log
-        ends now (it reads the lines from there). Returns the masked lines joined by "\n" (one
-        text for the reader's own searches)."""
-        shown = tuple(run_dir.redactor.lines(lines))  # the screen gets what the disk gets: no secret in clear
-        text = "\n".join(shown)  # joined once: the log, the printer and the searches below share it
+        ends now (it reads the lines from there). Returns the batch as masked (the reader's own
+        searches look in its bytes)."""
+        chunk = lines if isinstance(lines, Chunk) else Chunk.of_lines(lines)
+        shown = run_dir.redactor.chunk(chunk)  # the screen gets what the disk gets: no secret in clear
         at = run_dir.log_size(node)
-        first = run_dir.append_text(node, text, len(shown))
-        sink(NodeOutput(node, shown, first, stream, text))
+        first = run_dir.append_chunk(node, shown)
+        sink(NodeOutput(node, shown, first, stream))
         end = run_dir.log_size(node)
         engine = self._engine
         if at is not None and end is not None:
             if not engine.known(node):
                 engine.open_node(node, run_dir.log_path(node), at, first)
             engine.grew(node, end)
-        else:  # the log could not be written: the lines themselves, in order
-            engine.text(node, first, text)
-        if node != self._master and (WAITING in text or self._own.get("master-not-started")):
+        elif shown.count:  # the log could not be written: the lines themselves, in order
+            engine.text(node, first, shown.text)
+        if node != self._master and (_WAITING in shown.data or self._own.get("master-not-started")):
             with self._lock:
                 self._watch_rendezvous(node, shown, first)
-        return text
+        return shown
 
     def node_exited(self, node: str, rc: int) -> None:
         """A node's job failed with `rc`: a known signal is its cause now; any other code makes
@@ -116,7 +118,7 @@ class LiveDiagnosis:
         with self._lock:
             return live + [f for f in self._own.values() if f.id not in ids]
 
-    def _watch_rendezvous(self, node: str, lines: list[str], first: int) -> None:
+    def _watch_rendezvous(self, node: str, lines: Sequence[str], first: int) -> None:
         f = self._own.get("master-not-started")
         for i, line in enumerate(lines):
             if WAITING in line:

@@ -15,6 +15,7 @@ from ..diagnosis.live import DiagnosisFailed, LiveDiagnosis
 from ..errors import StepFailed
 from ..events import CommandPlanned, Event, Notice
 from ..logs.bandwidth import Bandwidth
+from ..logs.lines import Chunk
 from ..logs.results import parse_result_line
 from ..logs.rundir import RunDir, safe_name
 from ..logs.torchrun import first_failure
@@ -131,22 +132,22 @@ class Orchestrator(Watchers):
         self._keepalive.ensure_running()
         self._reach.ensure_running()
 
-    def _output_handler(self, nr: NodeRun, run_dir: RunDir) -> Callable[[list[str]], None]:
+    def _output_handler(self, nr: NodeRun, run_dir: RunDir) -> Callable[[Chunk], None]:
         """The hot path, once per batch of a node's lines: disk, the screen and the diagnosis
         (LiveDiagnosis.deliver), then torchrun's own reports and the smoke test's results."""
         name = nr.name
         expected_world = sum(self.pb.nproc_of(n) for n in self.pb.nodes)
 
-        def on_lines(lines: list[str]) -> None:
+        def on_lines(chunk: Chunk) -> None:
             self._last_out[name] = time.monotonic()
-            # disk, screen, then the diagnosis; the batch as one text: a pass in C says whether any
-            # line is for the loops below
-            text = self.diagnosis.deliver(run_dir, self._sink, name, lines)
-            nr.tail.extend(lines[-(nr.tail.maxlen or len(lines)):])
+            # disk, screen, then the diagnosis; the batch stays bytes: a search in C says whether
+            # any line is for the loops below, and only the tail is made into strings
+            shown = self.diagnosis.deliver(run_dir, self._sink, name, chunk)
+            nr.tail.extend(shown.tail(nr.tail.maxlen or shown.count))
             had_world = nr.agent.world_size
-            nr.agent.feed_lines(lines, text)
-            if "ddptui-smoke " in text:
-                for line in lines:  # the smoke test's results
+            nr.agent.feed_chunk(shown)
+            if b"ddptui-smoke " in shown.data:
+                for line in shown:  # the smoke test's results
                     if "ddptui-smoke result" in line and (r := parse_result_line(line)):
                         self.results.append({**r, "node": name})
                     elif "ddptui-smoke bandwidth" in line:

@@ -1,11 +1,116 @@
-"""Bytes from a node's stream into whole lines, delivered in batches (never one call per line)."""
+"""Bytes from a node's stream into whole lines, delivered in batches (never one call per line).
+
+A batch travels as a `Chunk`: the lines' bytes as one UTF-8 buffer. The hot path of a run (the
+log on disk, the headless printer, the searches for torchrun's reports) works on those bytes in C;
+the lines as Python strings are made only where somebody reads them, and only as many as are read
+(`tail`: a pane scrolled to its end shows the newest lines of a flood, not all of them).
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import overload
 
-OnLines = Callable[[list[str]], None]
+_CR_NL = re.compile(rb"\r+\n")  # a CRLF stream's lines end without their "\r", as str.rstrip("\r") gave
+
+
+class Chunk(Sequence[str]):
+    """A batch of whole lines: `data` is each line followed by "\\n", valid UTF-8 (what did not
+    decode was replaced, as `bytes.decode(errors="replace")` does), `count` the number of lines.
+    A sequence of the lines (split on first use, then kept)."""
+
+    __slots__ = ("data", "count", "_lines")
+
+    def __init__(self, data: bytes, count: int | None = None) -> None:
+        self.data = data
+        self.count = data.count(b"\n") if count is None else count
+        self._lines: list[str] | None = None
+
+    @classmethod
+    def of_bytes(cls, data: bytes) -> Chunk:
+        """Raw bytes of whole lines (each ending "\\n") as a stream gave them: made valid UTF-8, and
+        the "\\r" of CRLF line ends dropped."""
+        if not data.isascii():
+            data = data.decode("utf-8", "replace").encode()
+        if b"\r" in data:
+            data = _CR_NL.sub(b"\n", data)
+        return cls(data)
+
+    @classmethod
+    def of_lines(cls, lines: Iterable[str]) -> Chunk:
+        """Lines as strings (a replay, a test, another reader): one line each, whatever they hold."""
+        lines = list(lines)
+        if not lines:
+            return cls(b"", 0)
+        text = "\n".join(lines)
+        c = cls((text + "\n").encode("utf-8", "replace"))
+        if c.count == len(lines):
+            c._lines = lines
+        return c
+
+    @property
+    def text(self) -> str:
+        """The lines joined by "\\n" (no newline after the last)."""
+        return self.data[:-1].decode()
+
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.data[:-1].decode().split("\n") if self.count else []
+        return self._lines
+
+    def tail(self, n: int) -> list[str]:
+        """The last `n` lines, splitting only them (the rest stays bytes)."""
+        if n <= 0:
+            return []
+        if self._lines is not None or n >= self.count:
+            return self.lines()[-n:]
+        data, pos = self.data, len(self.data) - 1
+        for _ in range(n):
+            pos = data.rfind(b"\n", 0, pos)
+        return data[pos + 1:-1].decode().split("\n")
+
+    def __len__(self) -> int:
+        return self.count
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i):  # noqa: E301
+        return self.lines()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.lines())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Chunk):
+            return self.data == other.data
+        return isinstance(other, (list, tuple)) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Chunk({self.count} lines, {len(self.data)} bytes)"
+
+
+OnLines = Callable[[Chunk], None]
+
+
+def last(lines: Sequence[str], n: int) -> Sequence[str]:
+    """The last `n` of `lines`, splitting no more of a Chunk than those."""
+    return lines.tail(n) if isinstance(lines, Chunk) else lines[-n:] if n > 0 else ()
+
+
+def newest(batches: Sequence[Sequence[str]], n: int) -> list[str]:
+    """The last `n` lines of the batches together."""
+    parts: list[Sequence[str]] = []
+    for b in reversed(batches):
+        if n <= 0:
+            break
+        parts.append(last(b, n))
+        n -= len(parts[-1])
+    return [x for part in reversed(parts) for x in part]
 
 
 class LineSplitter:
@@ -30,21 +135,23 @@ class LineSplitter:
         return [tail.decode("utf-8", "replace").rstrip("\r")] if tail else []
 
 
-def read_loop(read: Callable[[], bytes], on_lines: OnLines, batch_seconds: float = 0.05) -> None:
-    """Read chunks until EOF; deliver whole lines in batches (never one call per line)."""
-    splitter = LineSplitter()
-    pending: list[str] = []
-    last = time.monotonic()
-    while True:
-        data = read()
-        if not data:
-            break
-        pending.extend(splitter.feed(data))
-        now = time.monotonic()
-        if pending and (len(pending) >= 1000 or now - last >= batch_seconds or len(data) < 4096):
-            on_lines(pending)
-            pending = []
-            last = now
-    pending.extend(splitter.flush())
-    if pending:
-        on_lines(pending)
+def read_loop(read: Callable[[], bytes], on_lines: OnLines) -> None:
+    """Read until EOF; deliver the whole lines of each read as one batch, as bytes (nothing here
+    makes a string per line). A read returns all the source holds at that moment (a channel's
+    buffer, a pipe's up to 64 KiB), so a flood comes in large batches and a quiet stream line by
+    line, at once: a batch never waits for the next read."""
+    tail: list[bytes] = []  # a line not ended yet, in pieces (a long one is not copied per read)
+    while data := read():
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            tail.append(data)
+            continue
+        whole = data if cut == len(data) else data[:cut]
+        if tail:
+            whole = b"".join([*tail, whole])
+            tail = []
+        if cut < len(data):
+            tail.append(data[cut:])
+        on_lines(Chunk.of_bytes(whole))
+    if tail:
+        on_lines(Chunk.of_bytes(b"".join([*tail, b"\n"])))

@@ -30,6 +30,7 @@ from typing import IO, Any
 
 from ..errors import UsageError
 from ..redact import Redactor
+from .lines import Chunk
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -52,12 +53,13 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def open_private(path: Path, mode: str = "a") -> IO[str]:
-    """A text file only its owner may read (0600 from the first byte, whatever the umask)."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else os.O_TRUNC)
+def open_private(path: Path, mode: str = "a") -> IO:
+    """A file only its owner may read (0600 from the first byte, whatever the umask); text (UTF-8)
+    unless `mode` says "b"."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode.startswith("a") else os.O_TRUNC)
     fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
     os.fchmod(fd, 0o600)
-    return os.fdopen(fd, mode, encoding="utf-8")
+    return os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8")
 
 
 def write_private(path: Path, text: str) -> None:
@@ -94,7 +96,7 @@ class RunDir:
             shutil.rmtree(self.path, ignore_errors=True)  # no half-made run left to be listed
             raise RunDirError(f"runs folder {root}: cannot write this run's files there: {why(e)}; nothing was "
                               f"run (free some space there, or choose another folder with --runs-dir)") from None
-        self._logs: dict[str, IO[str]] = {}
+        self._logs: dict[str, IO[bytes]] = {}
         self._times: dict[str, IO[str]] = {}
         self._counts: dict[str, int] = {}
         self._sizes: dict[str, int] = {}  # bytes of each node's log
@@ -122,17 +124,17 @@ class RunDir:
         on when the log can no longer be written, so line numbers stay those of the stream).
         `masked`: the caller already passed them through this run's redactor."""
         shown = lines if masked else self.redactor.lines(lines)
-        return self.append_text(node, "\n".join(shown), len(shown))
+        return self.append_chunk(node, Chunk.of_lines(shown))
 
-    def append_text(self, node: str, text: str, count: int) -> int:
-        """`count` masked lines joined by "\n" (no newline after the last), as `append`."""
+    def append_chunk(self, node: str, chunk: Chunk) -> int:
+        """A reader's batch, already masked, as `append`: its bytes go to the log as they are."""
         then = _nothing
         with self._lock:
             first = self._counts.setdefault(node, 0) + 1
-            self._counts[node] += count
+            self._counts[node] += chunk.count
             if node not in self.write_errors:
                 try:
-                    self._write_log(node, first, count, text)
+                    self._write_log(node, first, chunk)
                 except OSError as e:
                     then = self._failed(node, self.log_path(node), e)
         then()
@@ -142,19 +144,18 @@ class RunDir:
         """Bytes in the node's log so far; None once it can no longer be written."""
         return None if node in self.write_errors else self._sizes.get(node, 0)
 
-    def _write_log(self, node: str, first: int, count: int, text: str) -> None:
+    def _write_log(self, node: str, first: int, chunk: Chunk) -> None:
         f = self._logs.get(node)
         if f is None:
-            f = self._logs[node] = open_private(self.log_path(node))
+            f = self._logs[node] = open_private(self.log_path(node), "ab")
             self._times[node] = open_private(self.times_path(node))
-        if not count:
+        if not chunk.count:
             return
-        f.write(text)
-        f.write("\n")
+        f.write(chunk.data)
         f.flush()
-        self._sizes[node] = self._sizes.get(node, 0) + 1 + (len(text) if text.isascii() else len(text.encode()))
+        self._sizes[node] = self._sizes.get(node, 0) + len(chunk.data)
         # floored, never rounded up: a line must not seem to arrive after what it caused
-        self._times[node].write(f"{first} {count} {math.floor(time.time() * 1000) / 1000:.3f}\n")
+        self._times[node].write(f"{first} {chunk.count} {math.floor(time.time() * 1000) / 1000:.3f}\n")
         self._times[node].flush()
 
     def event(self, data: dict[str, Any]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from .lines import Chunk
+
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*)$")
 _PREFIX = re.compile(r"^\[default\d+\]:")
 _WORLD = re.compile(r"global_world_sizes=\[(\d+)")
@@ -20,14 +22,14 @@ class RootCauseParser:
         self.root_cause: dict | None = None
         self.world_size: int | None = None
 
-    def feed_lines(self, lines: list[str], text: str | None = None) -> None:
-        """A batch; `text`: its lines joined by newlines, when the caller has it. A batch that holds
-        neither the block's head nor the world size (nearly every one) costs one search in C."""
+    def feed_chunk(self, chunk: Chunk) -> None:
+        """A reader's batch. One that holds neither the block's head nor the world size (nearly
+        every one) costs a search of its bytes in C, and no line is made a string."""
         if not self._in:
-            text = "\n".join(lines) if text is None else text
-            if "Root Cause" not in text and (self.world_size is not None or "global_world_sizes=" not in text):
+            data = chunk.data
+            if b"Root Cause" not in data and (self.world_size is not None or b"global_world_sizes=" not in data):
                 return
-        for line in lines:
+        for line in chunk:
             self.feed(line)
 
     def feed(self, line: str) -> None:

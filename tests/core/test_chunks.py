@@ -1,0 +1,85 @@
+"""A reader's batches as bytes (logs/lines.py): what read_loop delivers is each line as it would
+be decoded alone, in batches that never wait for a later read, and a Chunk's strings are made only
+for the lines read from it."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+from ddptui.core.events import NodeOutput
+from ddptui.core.logs.lines import Chunk, read_loop
+from ddptui.ui.bridge import EventBridge
+
+
+def reads_of(data: bytes, rnd: random.Random):
+    i = 0
+    while i < len(data):
+        n = rnd.randrange(1, 9)
+        yield data[i:i + n]
+        i += n
+
+
+def test_read_loop_gives_each_line_as_if_decoded_alone_whatever_the_reads():
+    """Reads cut anywhere, inside a UTF-8 sequence too; bad bytes, CRs, a last line without its
+    newline: the lines are those of the stream, each decoded by itself ("\\r" at a line's end
+    dropped), and each batch's bytes are exactly its lines, each followed by "\\n"."""
+    rnd = random.Random(11)
+    pieces = [b"a", b"\n", b"\r\n", b"\r", "é".encode(), "漢".encode(), b"\xff", b"\xe4\xb8", b" NCCL INFO "]
+    for _ in range(400):
+        data = b"".join(rnd.choice(pieces) for _ in range(rnd.randrange(0, 50)))
+        want = [x.decode("utf-8", "replace").rstrip("\r") for x in data.split(b"\n")]
+        if not data.split(b"\n")[-1]:
+            want.pop()
+        it = reads_of(data, rnd)
+        batches: list[Chunk] = []
+        read_loop(lambda: next(it, b""), batches.append)
+        got = [line for c in batches for line in c]
+        assert got == want, data
+        for c in batches:
+            assert c.count == len(list(c)) > 0
+            assert c.data == "".join(x + "\n" for x in c).encode()
+
+
+def test_a_batch_never_waits_for_the_next_read():
+    """A burst of lines, then the job goes quiet: its lines are delivered before the reader waits
+    again (a batch held back for more would sit there until the job's next line, minutes later)."""
+    delivered = threading.Event()
+    seen: list[bool] = []
+    burst = b"".join(b"%05d " % i + b"x" * 200 + b"\n" for i in range(30))  # over 4 KiB, a few lines
+
+    def read():
+        if not seen:
+            seen.append(False)
+            return burst
+        if len(seen) == 1:
+            seen.append(delivered.wait(5))  # the job says nothing more for a while
+        return b""
+
+    read_loop(read, lambda c: delivered.set())
+    assert seen == [False, True]
+
+
+def test_tail_makes_strings_of_the_newest_lines_only():
+    lines = [f"line {i} é" for i in range(1000)]
+    for n in (0, 1, 2, 999, 1000, 5000):
+        c = Chunk.of_bytes("".join(x + "\n" for x in lines).encode())
+        assert c.tail(n) == (lines[-n:] if n else [])
+        assert c._lines is None or n >= 1000  # the rest stayed bytes
+    assert Chunk.of_lines(lines).tail(3) == lines[-3:]
+
+
+def test_a_frame_of_a_flood_shows_its_newest_lines_and_counts_them_all():
+    """The TUI's drain: a pane gets the newest lines it can hold, the merged view the newest of all
+    nodes in arrival order, and the counts every line received."""
+    bridge = EventBridge(max_lines_per_pane=100)
+    a = [f"a{i}" for i in range(50_000)]
+    b = [f"b{i}" for i in range(30)]
+    bridge.push(NodeOutput("n0", Chunk.of_bytes("".join(x + "\n" for x in a[:49_950]).encode()), 1))
+    bridge.push(NodeOutput("n1", tuple(b), 1))
+    bridge.push(NodeOutput("n0", Chunk.of_bytes("".join(x + "\n" for x in a[49_950:]).encode()), 49_951))
+    d = bridge.drain()
+    assert d.counts == {"n0": 50_000, "n1": 30}
+    assert d.lines == {"n0": a[-100:], "n1": b}
+    assert d.merged == ([f"n0 │ {x}" for x in a[-70:-50]] + [f"n1 │ {x}" for x in b]
+                        + [f"n0 │ {x}" for x in a[-50:]])
