@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+from functools import partial
 
 from ddptui.core.events import NodeOutput
 from ddptui.core.logs.lines import Chunk, read_loop
@@ -33,7 +34,7 @@ def test_read_loop_gives_each_line_as_if_decoded_alone_whatever_the_reads():
             want.pop()
         it = reads_of(data, rnd)
         batches: list[Chunk] = []
-        read_loop(lambda: next(it, b""), batches.append)
+        read_loop(partial(next, it, b""), batches.append)
         got = [line for c in batches for line in c]
         assert got == want, data
         for c in batches:
@@ -83,3 +84,15 @@ def test_a_frame_of_a_flood_shows_its_newest_lines_and_counts_them_all():
     assert d.lines == {"n0": a[-100:], "n1": b}
     assert d.merged == ([f"n0 │ {x}" for x in a[-70:-50]] + [f"n1 │ {x}" for x in b]
                         + [f"n0 │ {x}" for x in a[-50:]])
+
+
+def test_a_batch_with_a_secret_is_masked_and_one_without_passes_as_it_came():
+    from ddptui.core.redact import Redactor
+
+    r = Redactor({"API_TOKEN": "tok-3f9a1c", "DB_PASSWORD": "pässwört-42"})
+    clean = Chunk.of_bytes(b"step 1 loss=0.3\nstep 2 loss=0.2\n")
+    assert r.chunk(clean) is clean  # one search of the bytes, no copy
+    hot = Chunk.of_bytes("a tok-3f9a1c b\nplain\nx=pässwört-42\n".encode())
+    masked = r.chunk(hot)
+    assert list(masked) == ["a ***REDACTED:API_TOKEN*** b", "plain", "x=***REDACTED:DB_PASSWORD***"]
+    assert masked.data == b"".join(x.encode() + b"\n" for x in masked)
