@@ -9,7 +9,9 @@ tests, brought up and down by the bench) real nodes over ssh. Baselines, run bes
 parallel `cat FILE > out` of the same lines (with `--ssh`: `ssh NODE cat FILE > out`, OpenSSH),
 and N parallel copies of the workload itself writing to a file (what producing the lines costs);
 with `--ssh` also N paramiko clients in one process reading the same `cat` (ddptui's transport
-alone: the floor of any paramiko client, whatever it then does with the bytes).
+alone: the floor of any paramiko client, whatever it then does with the bytes). Also the CPU
+seconds of the ddptui process (sampled from /proc) against those of the `ssh` client processes:
+on a shared 2-core machine the steadiest figure, and the one that says what a login node pays.
 
     .venv/bin/python -m bench.stream [--quick] [--ssh] [--lines N] [--nodes 1,4] [--reps R]
 """
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import socket
 import statistics
 import subprocess
@@ -67,27 +70,60 @@ def verdict_time(run: Path) -> float:
     return max(e["t"] for e in events if e.get("event") == "step" and e.get("step") == "watch")
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """user + system CPU of a live process (Linux /proc), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
 def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
-                  ssh_config: Path | None = None, attempts: int = 2) -> tuple[float, float, float]:
-    """(first line -> last line on disk, last line on disk -> verdict, launch -> exit) in seconds. A
-    failed run is tried once more (torch 2.13's torchrun can abort at exit after a good run, as
-    tests/test_local_run.py allows)."""
+                  ssh_config: Path | None = None, attempts: int = 2) -> tuple[float, float, float, float, float]:
+    """(first line -> last line on disk, last line on disk -> verdict, launch -> exit, CPU seconds of
+    the ddptui process, of its diagnosis process) in seconds; the CPU sampled every 0.1 s until they
+    end (the last sample: what either does in its last 0.1 s is not counted). A failed run is tried
+    once more (torch 2.13's torchrun can abort at exit after a good run, as tests/test_local_run.py
+    allows)."""
     for attempt in range(attempts):
         runs = d / f"runs{port}-{attempt}"
         printed = d / f"printed{port}.txt"  # what --headless prints (every line): to a file, not into memory
         extra = ["--ssh-config", str(ssh_config)] if ssh_config else []
         t0 = time.time()
         with open(printed, "w") as out:
-            r = subprocess.run([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names)),
-                                "--headless", "--runs-dir", str(runs), *extra], stdout=out, stderr=subprocess.STDOUT)
+            p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names)),
+                                  "--headless", "--runs-dir", str(runs), *extra], stdout=out, stderr=subprocess.STDOUT)
+            cpu, diag = 0.0, {}  # the diagnosis process: the child that runs ddptui.core.diagnosis.child
+            while p.poll() is None:
+                cpu = cpu_seconds(p.pid) or cpu
+                for c in children(p.pid):
+                    try:
+                        with open(f"/proc/{c}/cmdline", "rb") as f:
+                            if b"diagnosis.child" not in f.read():
+                                continue
+                    except OSError:
+                        continue
+                    diag[c] = cpu_seconds(c) or diag.get(c, 0.0)
+                time.sleep(0.1)
         wall = time.time() - t0
         logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
-        if r.returncode == 0 and len(logs) == nodes:
+        if p.returncode == 0 and len(logs) == nodes:
             printed.unlink()
             last = max(p.stat().st_mtime for p in logs)
-            return last - min(start_of(p) for p in logs), verdict_time(logs[0].parent) - last, wall
+            return (last - min(start_of(p) for p in logs), verdict_time(logs[0].parent) - last, wall, cpu,
+                    sum(diag.values()))
     tail = "\n".join(x for x in printed.read_text().splitlines() if " NCCL " not in x)[-3000:]
-    raise RuntimeError(f"ddptui run failed (rc {r.returncode}): {tail}")
+    raise RuntimeError(f"ddptui run failed (rc {p.returncode}): {tail}")
 
 
 def free_port() -> int:
@@ -103,12 +139,16 @@ def free_port() -> int:
         return port
 
 
-def parallel(cmds: list[list[str]], outs: list[Path]) -> float:
+def parallel(cmds: list[list[str]], outs: list[Path]) -> tuple[float, float]:
+    """Wall seconds for the commands run at once, and the CPU seconds they used (user + system)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     procs = [subprocess.Popen(c, stdout=open(o, "w")) for c, o in zip(cmds, outs)]
     for p in procs:
         p.wait()
-    return time.perf_counter() - t0
+    dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def paramiko_cat(cl, nodes: list[str], src: Path, outs: list[Path]) -> float:
@@ -176,18 +216,22 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, str(WORKLOAD), str(lines)], stdout=open(src, "w"), check=True)
         how = "ssh NODE cat FILE" if cl else "cat FILE"
         for n in counts:
-            ts, lags, walls, cats, prods, floors = [], [], [], [], [], []
+            ts, lags, walls, cats, prods, floors, cpus, diags, cat_cpus = [], [], [], [], [], [], [], [], []
             for _ in range(reps):  # interleaved: ddptui, then the baselines, each repetition
-                t, lag, wall = ddptui_stream(d, n, lines, free_port(), names, cfg)
+                t, lag, wall, cpu, diag = ddptui_stream(d, n, lines, free_port(), names, cfg)
                 ts.append(t)
                 lags.append(lag)
                 walls.append(wall)
+                cpus.append(cpu)
+                diags.append(diag)
                 outs = [d / f"out{i}" for i in range(n)]
                 cat = [["ssh", "-F", str(cfg), node, "cat", str(src)] for node in names[:n]] if cl else [["cat", str(src)]] * n
-                cats.append(parallel(cat, outs))
+                wall_cat, cpu_cat = parallel(cat, outs)
+                cats.append(wall_cat)
+                cat_cpus.append(cpu_cat)
                 if cl:
                     floors.append(paramiko_cat(cl, names[:n], src, outs))
-                prods.append(parallel([[sys.executable, str(WORKLOAD), str(lines)]] * n, outs))
+                prods.append(parallel([[sys.executable, str(WORKLOAD), str(lines)]] * n, outs)[0])
             t, c, p = statistics.median(ts), statistics.median(cats), statistics.median(prods)
             where = "over ssh (namespace cluster)" if cl else "local"
             print(f"{n} node(s) x {lines:,} NCCL lines, {where}, median of {reps}:")
@@ -200,6 +244,11 @@ def main(argv: list[str] | None = None) -> int:
                       f"  (paramiko / ssh: {f / c:.1f}x, the floor of a paramiko client)")
             print(f"  {n} x the workload > out (the producer alone)     {p:6.2f} s   ratio {t / p:.1f}x")
             print(f"  last line on disk -> verdict (diagnosis done, torchrun gone) {statistics.median(lags):5.2f} s")
+            cc = statistics.median(cat_cpus)
+            what = "the ssh clients" if cl else "the cats"
+            print(f"  CPU: the ddptui process, launch -> exit {statistics.median(cpus):5.2f} s   {what} {cc:5.2f} s"
+                  f"   ratio {statistics.median(cpus) / max(cc, 1e-3):.1f}x"
+                  f"   (the diagnosis process: {statistics.median(diags):.2f} s)")
     return 0
 
 
