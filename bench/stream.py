@@ -13,7 +13,7 @@ alone: the floor of any paramiko client, whatever it then does with the bytes). 
 seconds of the ddptui process (sampled from /proc) against those of the `ssh` client processes:
 on a shared 2-core machine the steadiest figure, and the one that says what a login node pays.
 
-    .venv/bin/python -m bench.stream [--quick] [--ssh] [--lines N] [--nodes 1,4] [--reps R]
+    .venv/bin/python -m bench.stream [--quick] [--ssh] [--json] [--lines N] [--nodes 1,4] [--reps R]
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def children(pid: int) -> list[int]:
 
 
 def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
-                  ssh_config: Path | None = None, attempts: int = 2) -> tuple[float, float, float, float, float]:
+                  ssh_config: Path | None = None, attempts: int = 2,
+                  as_json: bool = False) -> tuple[float, float, float, float, float]:
     """(first line -> last line on disk, last line on disk -> verdict, launch -> exit, CPU seconds of
     the ddptui process, of its diagnosis process) in seconds; the CPU sampled every 0.1 s until they
     end (the last sample: what either does in its last 0.1 s is not counted). A failed run is tried
@@ -98,7 +99,7 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
     for attempt in range(attempts):
         runs = d / f"runs{port}-{attempt}"
         printed = d / f"printed{port}.txt"  # what --headless prints (every line): to a file, not into memory
-        extra = ["--ssh-config", str(ssh_config)] if ssh_config else []
+        extra = (["--ssh-config", str(ssh_config)] if ssh_config else []) + (["--json"] if as_json else [])
         t0 = time.time()
         with open(printed, "w") as out:
             p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names)),
@@ -196,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lines", type=int, default=None)
     ap.add_argument("--nodes", default=None, help="comma-separated node counts (default 1,4)")
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--json", action="store_true", help="ddptui run --headless --json (an event per line)")
     args = ap.parse_args(argv)
     lines = args.lines or (20_000 if args.quick else 1_000_000)
     counts = [int(x) for x in (args.nodes or ("1,2" if args.quick else "1,4")).split(",")]
@@ -218,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in counts:
             ts, lags, walls, cats, prods, floors, cpus, diags, cat_cpus = [], [], [], [], [], [], [], [], []
             for _ in range(reps):  # interleaved: ddptui, then the baselines, each repetition
-                t, lag, wall, cpu, diag = ddptui_stream(d, n, lines, free_port(), names, cfg)
+                t, lag, wall, cpu, diag = ddptui_stream(d, n, lines, free_port(), names, cfg, as_json=args.json)
                 ts.append(t)
                 lags.append(lag)
                 walls.append(wall)
@@ -235,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             t, c, p = statistics.median(ts), statistics.median(cats), statistics.median(prods)
             where = "over ssh (namespace cluster)" if cl else "local"
             print(f"{n} node(s) x {lines:,} NCCL lines, {where}, median of {reps}:")
-            print(f"  ddptui --headless   first line -> last on disk {t:6.2f} s  {n * lines / t / 1e6:5.2f} M lines/s"
+            print(f"  ddptui --headless{' --json' if args.json else ''}   first line -> last on disk {t:6.2f} s  {n * lines / t / 1e6:5.2f} M lines/s"
                   f"  (launch -> exit {statistics.median(walls):.2f} s)")
             print(f"  {n} x {how} > out{' ' * (38 - len(how))}{c:6.2f} s   ratio {t / c:.1f}x")
             if floors:

@@ -14,10 +14,10 @@ import pytest
 from tests.conftest import ROOT, needs_torch
 
 
-def quick(module: str) -> str:
+def quick(module: str, *more: str) -> str:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tui"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    r = subprocess.run([sys.executable, "-m", module, "--quick"], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run([sys.executable, "-m", module, "--quick", *more], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
@@ -36,6 +36,9 @@ def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
     out = quick("bench.stream")
     assert "1 node(s)" in out and "cat FILE > out" in out and "ratio" in out, out
     assert "last line on disk -> verdict" in out, out  # the diagnosis' lag behind the disk, said
+    assert "CPU: the ddptui process" in out and "the cats" in out, out
+    out = quick("bench.stream", "--json", "--nodes", "1")
+    assert "ddptui --headless --json" in out and "ratio" in out, out
 
 
 def test_startup_quick_prints_help_import_and_first_frame() -> None:

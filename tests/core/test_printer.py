@@ -4,6 +4,7 @@ in the terminal's own encoding, mixed in order with the other events' lines."""
 from __future__ import annotations
 
 import io
+import json
 
 from ddptui.cli_printer import Printer
 from ddptui.core import events as E
@@ -39,3 +40,20 @@ def test_a_text_only_stream_gets_the_same_text() -> None:
     out = io.StringIO()
     printed(out, [E.NodeOutput("node02", ("x", "y"), 1, "stdout")])
     assert out.getvalue() == "node02 │ x\nnode02 │ y\n"
+
+
+def test_json_output_is_what_json_dumps_makes_of_each_line_event() -> None:
+    """`--json`: one object per line, byte for byte json.dumps of the contract's output event, in
+    order, whatever the line holds (quotes, backslashes, controls, non-ASCII, astral characters)."""
+    from ddptui.core.logs.lines import Chunk
+
+    texts = ['plain', '', 'a "quoted" \\ back\\slash', 'tab\tand\x01ctl', 'ü 日本 😀', '{"json": [1, 2]}', 'x' * 5000]
+    out = io.StringIO()
+    p = Printer(as_json=True, width=6, redactor=None)
+    p.out = out
+    p(E.NodeOutput('no"de', Chunk.of_lines(texts), 41, "stdout"))
+    p(E.NodeOutput("n2", ("last",), 7, "stderr"))
+    want = [json.dumps({"event": "output", "node": 'no"de', "stream": "stdout", "line": 41 + i, "text": t})
+            for i, t in enumerate(texts)]
+    want.append(json.dumps({"event": "output", "node": "n2", "stream": "stderr", "line": 7, "text": "last"}))
+    assert out.getvalue() == "".join(x + "\n" for x in want)

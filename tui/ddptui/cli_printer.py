@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from json.encoder import encode_basestring_ascii as esc  # json.dumps of a str (C)
 
 
 # How long a thread keeps the GIL while another waits for it (CPython's default: 5 ms). A node's
@@ -42,9 +43,8 @@ class Printer:
             if isinstance(ev, E.NodeOutput):
                 lines = ev.lines  # masked at their source (the run's redactor), as the logs are
                 if self.as_json:
-                    for i, text in enumerate(lines):
-                        self._w(json.dumps({"event": "output", "node": ev.node, "stream": ev.stream,
-                                            "line": ev.first_line + i, "text": text}), mask=False)
+                    if lines:
+                        self._json_lines(ev)
                 elif lines:
                     self._lines(f"{ev.node:<{self.width}} │ ", ev.data)
                 return
@@ -95,6 +95,15 @@ class Printer:
         buf.write(p)  # the prefix, then the batch with a prefix after every newline but the last
         buf.write(out[:len(out) - len(p)])
         buf.flush()
+
+    def _json_lines(self, ev) -> None:
+        """A batch as `--json` output events, one JSON object per line (what json.dumps makes of
+        {"event": "output", "node", "stream", "line", "text"}, byte for byte), written as one text:
+        per line only the text's escaping (json's own, in C) and one format."""
+        head = f'{{"event": "output", "node": {esc(ev.node)}, "stream": {esc(ev.stream)}, "line": '
+        first = ev.first_line
+        self.out.write("".join([f'{head}{first + i}, "text": {esc(t)}}}\n' for i, t in enumerate(ev.lines)]))
+        self.out.flush()
 
     def _w(self, s: str, nl: bool = True, mask: bool = True) -> None:
         if mask and self.redactor is not None:
