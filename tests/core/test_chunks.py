@@ -96,3 +96,19 @@ def test_a_batch_with_a_secret_is_masked_and_one_without_passes_as_it_came():
     masked = r.chunk(hot)
     assert list(masked) == ["a ***REDACTED:API_TOKEN*** b", "plain", "x=***REDACTED:DB_PASSWORD***"]
     assert masked.data == b"".join(x.encode() + b"\n" for x in masked)
+
+
+def test_a_line_that_never_ends_is_cut_so_a_reader_holds_a_bounded_amount():
+    """A progress bar redrawn with "\\r" for a whole epoch never prints "\\n": the reader hands it on
+    every MAX_LINE bytes instead of holding all of it, and no byte is lost."""
+    from ddptui.core.logs.lines import MAX_LINE
+
+    bar = b"\r 42%|####      | 420/1000 [00:10<00:14, 41.9it/s]"
+    reads = [bar] * (3 * MAX_LINE // len(bar) + 1) + [b" done\nnext\n"]
+    it = iter(reads)
+    batches: list[Chunk] = []
+    read_loop(partial(next, it, b""), batches.append)
+    assert len(batches) == 3  # cut twice in 3 MiB; the rest ends with " done"
+    assert all(c.count == 1 and MAX_LINE < len(c.data) <= MAX_LINE + len(bar) + 1 for c in batches[:-1])
+    assert b"".join(c.data for c in batches).replace(b"\n", b"") == b"".join(reads).replace(b"\n", b"")
+    assert list(batches[-1])[-1] == "next"

@@ -135,23 +135,34 @@ class LineSplitter:
         return [tail.decode("utf-8", "replace").rstrip("\r")] if tail else []
 
 
+MAX_LINE = 1 << 20  # bytes of a line not ended yet that a reader holds: beyond it, it goes out as a line
+
+
 def read_loop(read: Callable[[], bytes], on_lines: OnLines) -> None:
     """Read until EOF; deliver the whole lines of each read as one batch, as bytes (nothing here
     makes a string per line). A read returns all the source holds at that moment (a channel's
     buffer, a pipe's up to 64 KiB), so a flood comes in large batches and a quiet stream line by
-    line, at once: a batch never waits for the next read."""
+    line, at once: a batch never waits for the next read. A line that never ends (a progress bar
+    redrawn with "\r" for a whole epoch) is cut every MAX_LINE bytes, so a reader holds a bounded
+    amount whatever the job prints."""
     tail: list[bytes] = []  # a line not ended yet, in pieces (a long one is not copied per read)
+    held = 0
     while data := read():
         cut = data.rfind(b"\n") + 1
         if cut == 0:
             tail.append(data)
+            held += len(data)
+            if held >= MAX_LINE:
+                on_lines(Chunk.of_bytes(b"".join([*tail, b"\n"])))
+                tail, held = [], 0
             continue
         whole = data if cut == len(data) else data[:cut]
         if tail:
             whole = b"".join([*tail, whole])
-            tail = []
+            tail, held = [], 0
         if cut < len(data):
             tail.append(data[cut:])
+            held = len(data) - cut
         on_lines(Chunk.of_bytes(whole))
     if tail:
         on_lines(Chunk.of_bytes(b"".join([*tail, b"\n"])))
