@@ -80,12 +80,23 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
+def diagnosis_pids(pid: int) -> list[int]:
+    """The diagnosis processes (core/diagnosis/child.py) that ddptui process `pid` runs now."""
+    kids = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):  # a child is listed under the thread that started it
+        try:
+            kids += [int(x) for x in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    out = []
+    for c in kids:
+        try:
+            with open(f"/proc/{c}/cmdline", "rb") as f:
+                if b"ddptui.core.diagnosis.child" in f.read():
+                    out.append(c)
+        except OSError:
+            continue
+    return out
 
 
 def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
@@ -104,16 +115,10 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
         with open(printed, "w") as out:
             p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names)),
                                   "--headless", "--runs-dir", str(runs), *extra], stdout=out, stderr=subprocess.STDOUT)
-            cpu, diag = 0.0, {}  # the diagnosis process: the child that runs ddptui.core.diagnosis.child
+            cpu, diag = 0.0, {}
             while p.poll() is None:
                 cpu = cpu_seconds(p.pid) or cpu
-                for c in children(p.pid):
-                    try:
-                        with open(f"/proc/{c}/cmdline", "rb") as f:
-                            if b"diagnosis.child" not in f.read():
-                                continue
-                    except OSError:
-                        continue
+                for c in diagnosis_pids(p.pid):
                     diag[c] = cpu_seconds(c) or diag.get(c, 0.0)
                 time.sleep(0.1)
         wall = time.time() - t0

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from bench.startup import MINIMAL
-from bench.stream import ddptui_stream, free_port, playbook, start_of
+from bench.stream import ddptui_stream, diagnosis_pids, free_port, playbook, start_of
 
 FILTERS = ["no launcher INFO", "NCCL", "warnings+errors", "rank 0", "all"]  # v's cycle, from "all" (1 proc/node)
 
@@ -85,15 +85,12 @@ class Term:
 
     def diagnosis_hwm_mb(self) -> float:
         """The peak RSS of the TUI's diagnosis process (core/diagnosis/child.py), 0 if none runs."""
-        for proc in Path("/proc").glob("[0-9]*"):
+        for c in diagnosis_pids(self.pid):
             try:
-                if b"ddptui.core.diagnosis.child" not in (proc / "cmdline").read_bytes():
-                    continue
-                status = (proc / "status").read_text()
+                status = Path(f"/proc/{c}/status").read_text()
             except OSError:
                 continue
-            if f"PPid:\t{self.pid}\n" in status:
-                return next(int(x.split()[1]) / 1024 for x in status.splitlines() if x.startswith("VmHWM:"))
+            return next(int(x.split()[1]) / 1024 for x in status.splitlines() if x.startswith("VmHWM:"))
         return 0.0
 
     def close(self) -> None:

@@ -68,9 +68,7 @@ class NodeOutput(Event):
     @property
     def data(self) -> bytes:
         """The lines as UTF-8, each followed by "\n" (a Chunk's own bytes, not a copy)."""
-        if isinstance(self.lines, Chunk):
-            return self.lines.data
-        return ("".join(x + "\n" for x in self.lines)).encode("utf-8", "replace")
+        return (self.lines if isinstance(self.lines, Chunk) else Chunk.of_lines(self.lines)).data
 
     def to_json(self) -> dict[str, Any]:  # one JSON line per text line, as the contract says
         return {"event": self.kind, "node": self.node, "stream": self.stream,
