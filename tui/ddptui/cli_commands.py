@@ -26,7 +26,7 @@ def _load(path: Path):
 
 
 def _ssh_settings(args: argparse.Namespace, pb=None):
-    from .core.transport.factory import SSHSettings
+    from .core.transport.settings import SSHSettings
 
     cfg = args.ssh_config
     if cfg is not None and not cfg.is_file():
@@ -38,8 +38,7 @@ def _ssh_settings(args: argparse.Namespace, pb=None):
 
 
 def _runs_dir(args: argparse.Namespace) -> Path:
-    from .core.logs.rundir import private_dir
-    from .core.paths import default_runs_dir
+    from .core.paths import default_runs_dir, private_dir
 
     d = args.runs_dir or default_runs_dir()
     try:

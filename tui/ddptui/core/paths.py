@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import platformdirs
 
 APP = "ddptui"
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def config_dir() -> Path:
@@ -37,3 +39,22 @@ def cache_dir() -> Path:
 def clipboard_file() -> Path:
     """Where a copy is also written: many terminals ignore OSC 52, the file is always there."""
     return cache_dir() / "clipboard.txt"
+
+
+def safe_name(s: str) -> str:
+    """`s` as one file name: anything but letters, digits and `._-` made `_`, never empty."""
+    return _SAFE.sub("_", s).strip("._") or "node"
+
+
+def private_dir(path: Path) -> Path:
+    """mkdir -p with each folder it creates 0700 (an existing one is left as it is)."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        private_dir(path.parent)
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        else:
+            os.chmod(path, 0o700)  # mkdir's mode passes through the umask
+    return path

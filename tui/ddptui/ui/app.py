@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
 from ..core.paths import examples_dir, user_playbooks_dir
-from ..core.transport.factory import SSHSettings
+from ..core.transport.settings import SSHSettings
 from .screens.picker import PickerScreen
 
 # Start-up: only what the first screen (the picker) needs is imported here; the playbook screen

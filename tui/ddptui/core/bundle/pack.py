@@ -205,7 +205,7 @@ def _user() -> str:
 
 
 def _member_stem(node: str) -> str:
-    from ..logs.rundir import safe_name
+    from ..paths import safe_name
 
     return safe_name(node)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..logs.rundir import safe_name
+from ..paths import safe_name
 from . import manifest as M
 from .manifest import BundleError
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from ..errors import DdptuiError, PlaybookError
-from ..logs.rundir import safe_name
+from ..paths import safe_name
 from ..playbook.loader import parse_playbook
 from ..playbook.model import DEFAULT_STEPS, STEP_KINDS, Job, NodeSpec, Playbook, Step
 from .read import Bundle

@@ -17,7 +17,8 @@ from ..events import CommandPlanned, Event, Notice
 from ..logs.bandwidth import Bandwidth
 from ..logs.lines import Chunk
 from ..logs.results import parse_result_line
-from ..logs.rundir import RunDir, safe_name
+from ..logs.rundir import RunDir
+from ..paths import safe_name
 from ..logs.torchrun import first_failure
 from ..playbook.loader import resolve_builtin
 from ..playbook.model import Playbook

@@ -19,7 +19,6 @@ import errno
 import json
 import math
 import os
-import re
 import secrets
 import shutil
 import threading
@@ -29,28 +28,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import UsageError
+from ..paths import private_dir, safe_name
 from ..redact import Redactor
 from .lines import Chunk
-
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def safe_name(s: str) -> str:
-    return _SAFE.sub("_", s).strip("._") or "node"
-
-
-def private_dir(path: Path) -> Path:
-    """mkdir -p with each folder it creates 0700 (an existing one is left as it is)."""
-    path = Path(path).expanduser()
-    if not path.is_dir():
-        private_dir(path.parent)
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
-        else:
-            os.chmod(path, 0o700)  # mkdir's mode passes through the umask
-    return path
 
 
 def open_private(path: Path, mode: str = "a") -> IO:

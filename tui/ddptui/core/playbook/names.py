@@ -15,7 +15,7 @@ from typing import Any
 from yaml.nodes import Node
 
 from ..hostlist import host_problem
-from ..logs.rundir import safe_name
+from ..paths import safe_name
 from .fields import MAX_NAME, _Ctx
 from .model import NodeSpec
 

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from collections.abc import Callable
 
 from ..playbook.model import Playbook
 from .base import Transport
 from .local import LocalTransport
+from .settings import SSHSettings
 
-
-@dataclass
-class SSHSettings:
-    """How ssh connections are made for this ddptui process (from the command line or the TUI)."""
-
-    ssh_config: Path | None = None  # default ~/.ssh/config
-    accept_new_host_keys: bool = False
-    # Asked when a host key is unknown: (node, hostname, key type, fingerprint) -> accept?
-    confirm_host_key: Callable[[str, str, str, str], bool] | None = None
-    # Asked for a key file's passphrase: (node, key path) -> passphrase or None.
-    ask_passphrase: Callable[[str, str], str | None] | None = None
+__all__ = ["SSHSettings", "make_factory"]
 
 
 def make_factory(settings: SSHSettings | None = None) -> Callable[[Playbook, str], Transport]:
