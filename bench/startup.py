@@ -1,6 +1,7 @@
 """Start-up: `ddptui --help` against `python -c pass`, and the TUI's first frame in a pseudo-terminal
-(the picker's title drawn) against a minimal Textual app's (one Static drawn), each process
-started fresh; and `import ddptui.ui.app` against `import textual.app` alone. What ddptui.tcss
+(the picker's title drawn) against a minimal Textual app's (one Static drawn), and against a
+Textual app of the picker's own widgets (header, title, a 4-column table of 2 rows, footer: what
+Textual alone takes to draw that screen), each process started fresh; and `import ddptui.ui.app` against `import textual.app` alone. What ddptui.tcss
 costs: the app's first frame with and without it (CSS_PATH = None; the widgets' DEFAULT_CSS stays).
 
     .venv/bin/python -m bench.startup [--quick] [--reps R]
@@ -23,6 +24,25 @@ APP = ("import sys\nfrom ddptui.ui.app import DdptuiApp\n"
        "if sys.argv[1:] == ['--no-css']:\n    DdptuiApp.CSS_PATH = None\nDdptuiApp().run()\n")
 MINIMAL = ("from textual.app import App\nfrom textual.widgets import Static\n"
            "class A(App):\n    def compose(self):\n        yield Static('minimal-ready')\nA().run()\n")
+SAME = """\
+from textual.app import App
+from textual.widgets import DataTable, Footer, Header, Static
+class A(App):
+    BINDINGS = [("q", "quit", "Quit")]
+    def compose(self):
+        yield Header()
+        yield Static("same-ready")
+        yield DataTable(cursor_type="row")
+        yield Static("")
+        yield Footer()
+    def on_mount(self):
+        t = self.query_one(DataTable)
+        t.add_columns("playbook", "file", "from", "description")
+        t.add_row("local-smoke", "playbooks/local-smoke.yaml", "examples", "A real torchrun job on this machine")
+        t.add_row("three-nodes", "playbooks/three-nodes.yaml", "examples", "Three nodes over ssh")
+        t.focus()
+A().run()
+"""
 
 
 def first_frame(argv: list[str], marker: bytes, cwd: str, timeout: float = 60.0) -> float:
@@ -65,10 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     reps = args.reps or (2 if args.quick else 9)
     py = sys.executable
     rows: dict[str, list[float]] = {k: [] for k in ("help", "pass", "imp_app", "imp_textual", "tui", "minimal",
-                                                    "app_css", "app_nocss")}
+                                                    "same", "app_css", "app_nocss")}
     with tempfile.TemporaryDirectory() as d:
         minimal = Path(d) / "minimal.py"
         minimal.write_text(MINIMAL)
+        same = Path(d) / "same.py"
+        same.write_text(SAME)
         app = Path(d) / "app.py"
         app.write_text(APP)
         for _ in range(reps):  # interleaved: each figure next to its baseline
@@ -78,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             rows["imp_textual"].append(timed([py, "-c", "import textual.app"]))
             rows["tui"].append(first_frame([py, "-m", "ddptui"], b"Pick a playbook", d))
             rows["minimal"].append(first_frame([py, str(minimal)], b"minimal-ready", d))
+            rows["same"].append(first_frame([py, str(same)], b"same-ready", d))
             rows["app_css"].append(first_frame([py, str(app)], b"Pick a playbook", d))
             rows["app_nocss"].append(first_frame([py, str(app), "--no-css"], b"Pick a playbook", d))
     m = {k: statistics.median(v) for k, v in rows.items()}
@@ -88,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
           f"ratio {m['imp_app'] / m['imp_textual']:.2f}x")
     print(f"  TUI first frame         {m['tui'] * 1e3:6.0f} ms   minimal Textual    {m['minimal'] * 1e3:6.0f} ms   "
           f"ratio {m['tui'] / m['minimal']:.2f}x")
+    print(f"  TUI first frame         {m['tui'] * 1e3:6.0f} ms   the same widgets   {m['same'] * 1e3:6.0f} ms   "
+          f"ratio {m['tui'] / m['same']:.2f}x   (Textual alone drawing the picker's screen)")
     print(f"  the app, ddptui.tcss    {m['app_css'] * 1e3:6.0f} ms   without it         {m['app_nocss'] * 1e3:6.0f} ms   "
           f"the CSS costs {(m['app_css'] - m['app_nocss']) * 1e3:.0f} ms")
     return 0

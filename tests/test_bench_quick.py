@@ -44,6 +44,7 @@ def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
 def test_startup_quick_prints_help_import_and_first_frame() -> None:
     out = quick("bench.startup")
     assert "ddptui --help" in out and "import ddptui.ui.app" in out and "TUI first frame" in out, out
+    assert "the same widgets" in out, out  # the baseline of Textual alone drawing the picker's screen
 
 
 @needs_torch

@@ -70,9 +70,11 @@ async def test_picker_shows_the_shipped_examples(runs_dir: Path, tmp_path: Path,
 
 async def test_bad_playbook_shows_problems_instead_of_starting(runs_dir: Path) -> None:
     app = DdptuiApp(playbook=DATA / "playbooks/bad/many-problems.yaml", runs_dir=runs_dir)
-    async with app.run_test(size=(140, 40)):
+    async with app.run_test(size=(140, 40)) as pilot:
         assert isinstance(app.screen, ProblemsScreen)
         assert app.screen.query_one("#problems", DataTable).row_count == 6
+        await pilot.press("escape")  # no picker under it to go back to: the problems stay
+        assert isinstance(app.screen, ProblemsScreen)
     assert not list(runs_dir.iterdir())  # nothing ran
 
 

@@ -69,12 +69,17 @@ class DdptuiApp(App):
             self.push_screen(AttachScreen(*self.attach, self.runs_dir))
         elif self.playbook_path is not None:
             self.open_playbook(self.playbook_path, start_step=self.start_step, run_all=self.run_all)
-        else:
-            dirs = self.search_dirs or [("here", Path.cwd() / "playbooks"), ("config", user_playbooks_dir()),
-                                        ("examples", examples_dir())]
-            from ..core.playbook.loader import discover_playbooks
 
-            self.push_screen(PickerScreen(discover_playbooks(dirs)))
+    def get_default_screen(self) -> Screen:
+        """The picker is the first screen itself when no playbook, bundle or job is given (pushed
+        over Textual's blank default one, the first frame cost a screen more)."""
+        if self.bundle is not None or self.attach is not None or self.playbook_path is not None:
+            return super().get_default_screen()
+        dirs = self.search_dirs or [("here", Path.cwd() / "playbooks"), ("config", user_playbooks_dir()),
+                                    ("examples", examples_dir())]
+        from ..core.playbook.loader import discover_playbooks
+
+        return PickerScreen(discover_playbooks(dirs))
 
     def open_playbook(self, path: Path, start_step: str | None = None, run_all: bool = False) -> None:
         from ..core.errors import PlaybookError

@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from ...core.errors import PlaybookError
+from .picker import PickerScreen
 
 
 class ProblemsScreen(Screen):
@@ -49,5 +50,5 @@ class ProblemsScreen(Screen):
         self._show(ev.cursor_row)
 
     def action_back(self) -> None:
-        if len(self.app.screen_stack) > 2:
-            self.app.pop_screen()
+        if len(self.app.screen_stack) > 1 and isinstance(self.app.screen_stack[-2], PickerScreen):
+            self.app.pop_screen()  # back to the picker it was opened from
