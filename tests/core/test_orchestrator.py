@@ -22,6 +22,7 @@ from ddptui.core.diagnosis.live import LiveDiagnosis
 from ddptui.core.logs.rundir import RunDir
 from ddptui.core.launch import watchers
 from ddptui.core.launch.orchestrator import describe_failure
+from ddptui.core.logs.lines import Chunk
 from ddptui.core.playbook.loader import parse_playbook
 from ddptui.core.runbook import Runbook
 from ddptui.core.states import NodeStatus, StepState
@@ -215,6 +216,15 @@ def test_master_not_started_is_raised_then_resolved_with_the_playbooks_timeout(t
         master_up["v"] = True
         live.deliver(rd, lambda e: None, "w", ["Rendezvous complete for workers. Result:"])
         assert seen[-1].state == "resolved" and [f.id for f in live.findings] == ["master-not-started"]
+        # the finding stays: a flood that says nothing of the rendezvous is not read line by line
+        flood = Chunk.of_bytes(b"NCCL INFO Channel 00/02 : 0 1\n" * 5000)
+        live.deliver(rd, lambda e: None, "w", flood)
+        assert flood._lines is None and seen[-1].state == "resolved"
+        master_up["v"] = False  # the master went away: another worker waits for it
+        live.deliver(rd, lambda e: None, "w2", Chunk.of_bytes(b"[default0]: INFO Rendezvous'ing worker group\n"))
+        assert seen[-1].active and seen[-1].nodes == ["w", "w2"]
+        live.deliver(rd, lambda e: None, "w2", Chunk.of_bytes(b"noise\nRendezvous complete for workers. Result:\n"))
+        assert seen[-1].state == "resolved"
         live.reset()
         assert live.findings == []
     finally:

@@ -93,9 +93,11 @@ class LiveDiagnosis:
             engine.grew(node, end)
         elif shown.count:  # the log could not be written: the lines themselves, in order
             engine.text(node, first, shown.text)
-        if node != self._master and (_WAITING in shown.data or self._own.get("master-not-started")):
-            with self._lock:
-                self._watch_rendezvous(node, shown, first)
+        if node != self._master:
+            waiting = _WAITING in shown.data
+            if waiting or self._own.get("master-not-started"):
+                with self._lock:
+                    self._watch_rendezvous(node, shown, first, waiting)
         return shown
 
     def node_exited(self, node: str, rc: int) -> None:
@@ -118,8 +120,14 @@ class LiveDiagnosis:
         with self._lock:
             return live + [f for f in self._own.values() if f.id not in ids]
 
-    def _watch_rendezvous(self, node: str, lines: Sequence[str], first: int) -> None:
+    def _watch_rendezvous(self, node: str, lines: Chunk, first: int, waiting: bool) -> None:
+        """`master-not-started`: raised by a worker's line that says it waits for the rendezvous
+        while the master is not running; resolved when each node it names said it joined. A batch
+        with no such line, from a node that is not waiting to join, can change nothing: its lines
+        are not looked at (once raised, the finding stays, and a flood would be read line by line)."""
         f = self._own.get("master-not-started")
+        if not waiting and (f is None or f.state != "active" or node not in f.nodes or node in self._joined):
+            return
         for i, line in enumerate(lines):
             if WAITING in line:
                 if self._master_running():
