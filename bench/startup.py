@@ -1,7 +1,9 @@
 """Start-up: `ddptui --help` against `python -c pass`, and the TUI's first frame in a pseudo-terminal
 (the picker's title drawn) against a minimal Textual app's (one Static drawn), and against a
 Textual app of the picker's own widgets (header, title, a 4-column table of 2 rows, footer: what
-Textual alone takes to draw that screen), each process started fresh; and `import ddptui.ui.app` against `import textual.app` alone. What ddptui.tcss
+Textual alone takes to draw that screen), and the first frame of `ddptui PLAYBOOK` (README's
+first command opens the shipped local playbook: its step list drawn) against the minimal app's,
+each process started fresh; and `import ddptui.ui.app` against `import textual.app` alone. What ddptui.tcss
 costs: the app's first frame with and without it (CSS_PATH = None; the widgets' DEFAULT_CSS stays).
 
     .venv/bin/python -m bench.startup [--quick] [--reps R]
@@ -19,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+SMOKE = Path(__file__).resolve().parent.parent / "playbooks" / "local-smoke.yaml"
 
 APP = ("import sys\nfrom ddptui.ui.app import DdptuiApp\n"
        "if sys.argv[1:] == ['--no-css']:\n    DdptuiApp.CSS_PATH = None\nDdptuiApp().run()\n")
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     reps = args.reps or (2 if args.quick else 9)
     py = sys.executable
     rows: dict[str, list[float]] = {k: [] for k in ("help", "pass", "imp_app", "imp_textual", "tui", "minimal",
-                                                    "same", "app_css", "app_nocss")}
+                                                    "same", "playbook", "app_css", "app_nocss")}
     with tempfile.TemporaryDirectory() as d:
         minimal = Path(d) / "minimal.py"
         minimal.write_text(MINIMAL)
@@ -101,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
             rows["tui"].append(first_frame([py, "-m", "ddptui"], b"Pick a playbook", d))
             rows["minimal"].append(first_frame([py, str(minimal)], b"minimal-ready", d))
             rows["same"].append(first_frame([py, str(same)], b"same-ready", d))
+            rows["playbook"].append(first_frame([py, "-m", "ddptui", str(SMOKE), "--runs-dir", str(Path(d) / "runs")],
+                                                b"launch-master", d))
             rows["app_css"].append(first_frame([py, str(app)], b"Pick a playbook", d))
             rows["app_nocss"].append(first_frame([py, str(app), "--no-css"], b"Pick a playbook", d))
     m = {k: statistics.median(v) for k, v in rows.items()}
@@ -113,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
           f"ratio {m['tui'] / m['minimal']:.2f}x")
     print(f"  TUI first frame         {m['tui'] * 1e3:6.0f} ms   the same widgets   {m['same'] * 1e3:6.0f} ms   "
           f"ratio {m['tui'] / m['same']:.2f}x   (Textual alone drawing the picker's screen)")
+    print(f"  ddptui PLAYBOOK, frame  {m['playbook'] * 1e3:6.0f} ms   minimal Textual    {m['minimal'] * 1e3:6.0f} ms   "
+          f"ratio {m['playbook'] / m['minimal']:.2f}x   (the local playbook's screen: steps, panes, tabs)")
     print(f"  the app, ddptui.tcss    {m['app_css'] * 1e3:6.0f} ms   without it         {m['app_nocss'] * 1e3:6.0f} ms   "
           f"the CSS costs {(m['app_css'] - m['app_nocss']) * 1e3:.0f} ms")
     return 0

@@ -45,6 +45,7 @@ def test_startup_quick_prints_help_import_and_first_frame() -> None:
     out = quick("bench.startup")
     assert "ddptui --help" in out and "import ddptui.ui.app" in out and "TUI first frame" in out, out
     assert "the same widgets" in out, out  # the baseline of Textual alone drawing the picker's screen
+    assert "ddptui PLAYBOOK, frame" in out, out  # README's first command: the local playbook's screen
 
 
 @needs_torch

@@ -237,3 +237,33 @@ async def test_a_worker_error_becomes_words_and_the_app_keeps_running(tmp_path: 
         await pilot.press("r")
         await settle(app, pilot)
         assert screen.history == [("one", "running"), ("one", "passed")]
+
+
+FIRST_FRAME = """\
+import asyncio, sys
+from pathlib import Path
+from ddptui.ui.app import DdptuiApp
+
+async def main():
+    app = DdptuiApp(playbook=Path(sys.argv[1]), runs_dir=Path(sys.argv[2]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        print("before a step:", "ddptui.core.runbook" in sys.modules)
+        await pilot.press("n")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        print("after one:", app.screen.runbook.states["one"])
+
+asyncio.run(main())
+"""
+
+
+def test_the_playbook_screen_draws_before_the_runbook_is_imported(tmp_path: Path, runs_dir: Path) -> None:
+    """README's first command opens a playbook: its screen needs no launch, checks or diagnosis code
+    until a step runs (importing them was a fifth of its first frame); the first step still runs."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", FIRST_FRAME, str(write_pb(tmp_path)), str(runs_dir)],
+                       capture_output=True, text=True, timeout=120)
+    assert "before a step: False" in r.stdout and "after one: passed" in r.stdout, r.stdout + r.stderr

@@ -130,7 +130,7 @@ class DdptuiApp(App):
     # ---- quitting with a job running asks first ---------------------------------------------
     def _running_screen(self) -> PlaybookScreen | None:
         for s in _playbook_screens(self.screen_stack):
-            if s.runbook.job_running:
+            if s.job_running:
                 return s
         return None
 
@@ -169,7 +169,8 @@ class DdptuiApp(App):
 
     def _close_runbooks(self) -> None:
         for s in _playbook_screens(self.screen_stack):
-            s.runbook.close()
+            if (rb := s.made_runbook) is not None:  # a screen that never made one has nothing to close
+                rb.close()
 
     def on_unmount(self) -> None:
         self._close_runbooks()  # nothing is left running on a node, whatever the way out

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import work
 
 from ...core.errors import DdptuiError
 from ...core.fixes import Proposal, propose, write_revision
-from ...core.runbook import Runbook, apply_and_rerun
 from ..dialogs.fix import FixChoice, FixDialog
 from ..widgets.findings import FindingsTab
 from ..widgets.panes import MergedLog
 from ..widgets.results import ResultsTab
 from ..widgets.steps import StepsPanel
+
+if TYPE_CHECKING:
+    from ...core.runbook import Runbook
 
 
 class FixActions:
@@ -35,7 +39,7 @@ class FixActions:
             if choice is FixChoice.SAVE_ONLY:
                 self._save_fixed(proposal)
             elif choice is FixChoice.APPLY_AND_RELAUNCH:
-                if self.busy.is_set() and not self.runbook.job_running:
+                if self.busy.is_set() and not self.job_running:
                     self.notify("a step is running; wait for it first", severity="warning")
                     return
                 self._apply_and_relaunch(proposal)
@@ -51,6 +55,8 @@ class FixActions:
     @work(thread=True, group="fix", exit_on_error=False)
     def _apply_and_relaunch(self, proposal: Proposal) -> None:
         """One core call: stop the job everywhere, write the revision, run it again in order, judge it."""
+        from ...core.runbook import apply_and_rerun
+
         ids = ", ".join(dict.fromkeys(proposal.ids))
         self.app.call_from_thread(self.notify, f"applying the fix for {ids}: stopping the job on every node…")
         self.busy.set()

@@ -130,7 +130,7 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
             if action == "open_next_pane":
                 return self.pane_grid.many_nodes
             if action == "stop_job":
-                return self.runbook.job_running
+                return self.job_running
             if action == "copy_command":
                 return bool(self.commands)
             tab = self.query_one(TabbedContent).active
@@ -146,7 +146,7 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
         if isinstance(ev, E.StepChanged):
             self.query_one(StepsPanel).show_step(ev)
             self.history.append((ev.step, ev.state))
-            kind = self.runbook.step(ev.step).kind
+            kind = self.step_kind(ev.step)
             if ev.state is StepState.RUNNING and kind == "check":
                 self.query_one(ChecksTab).matrix.reset()
                 self.action_tab("tab-checks")

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from ...core.playbook.model import Playbook
-from ...core.runbook import Runbook
+from ...core.playbook.model import Playbook, Step
 from ..bridge import EventBridge
 from ..clipboard import copy_out
 from ..errors import error_words
 from ..widgets.panes import PANE_MAX_LINES, enclosing_pane
 from ..widgets.steps import StepTable
+
+if TYPE_CHECKING:
+    from ...core.runbook import Runbook
 
 
 class StepThroughScreen(Screen):
@@ -40,10 +43,48 @@ class StepThroughScreen(Screen):
         self.pb = playbook
         self.bridge = EventBridge(PANE_MAX_LINES)
         self.runs_dir, self.factory = runs_dir, factory
-        self.runbook = Runbook(playbook, self.bridge.push, runs_dir, factory)
+        self._runbook: Runbook | None = None
+        self._runbook_lock = threading.Lock()
         self.commands: dict[str, str] = {}
         self.busy = threading.Event()
         self.history: list[tuple[str, str]] = []  # (step, state) as the UI saw them: tests read it
+
+    @property
+    def runbook(self) -> Runbook:
+        """The run, made on first use rather than with the screen: importing it (the launch, the
+        checks, the diagnosis) was a fifth of the playbook screen's first frame. A step's worker asks for
+        it first from a worker thread (the first step run), so the UI thread never waits for it; a
+        test, the fix dialog or the UI thread may be first: one is made, whoever asks."""
+        with self._runbook_lock:
+            if self._runbook is None:
+                from ...core.runbook import Runbook
+
+                self._runbook = Runbook(self.pb, self.bridge.push, self.runs_dir, self.factory)
+            return self._runbook
+
+    @runbook.setter
+    def runbook(self, rb: Runbook) -> None:
+        with self._runbook_lock:
+            self._runbook = rb
+
+    @property
+    def made_runbook(self) -> Runbook | None:
+        """The run if it was made (a screen that never ran anything has none to stop or close)."""
+        return self._runbook
+
+    @property
+    def job_running(self) -> bool:
+        rb = self._runbook
+        return rb is not None and rb.job_running
+
+    def next_pending(self) -> Step | None:
+        """The step `n` runs: the runbook's next, or the first before anything ran."""
+        rb = self._runbook
+        return rb.next_step() if rb is not None else next(iter(self.pb.steps), None)
+
+    def step_kind(self, step_id: str) -> str:
+        rb = self._runbook
+        return next((s.kind for s in (rb.pb if rb is not None else self.pb).steps if s.id == step_id), "")
 
     def _drain(self) -> bool:
         """Show what the runbook reported since the last frame (the subclass knows where)."""
@@ -78,7 +119,7 @@ class StepThroughScreen(Screen):
 
     def _after_work(self) -> None:
         self._drain()
-        nxt = self.runbook.next_step()
+        nxt = self.next_pending()
         if nxt is not None:
             self.query_one(StepTable).select(nxt.id)
 
@@ -95,7 +136,7 @@ class StepThroughScreen(Screen):
     def action_next_step(self) -> None:
         if self._guard_busy():
             return
-        nxt = self.runbook.next_step()
+        nxt = self.next_pending()
         if nxt is None:
             self.notify("every step has run; select one and press r to rerun it")
             return
@@ -118,7 +159,7 @@ class StepThroughScreen(Screen):
             self._work("all", self._selected())
 
     def action_stop_job(self) -> None:
-        if not self.runbook.job_running:
+        if not self.job_running:
             self.notify("no job is running")
             return
         threading.Thread(target=self.runbook.stop_job, daemon=True).start()
