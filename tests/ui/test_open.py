@@ -78,6 +78,7 @@ async def test_open_shows_what_the_run_recorded(segv_bundle: Path, tmp_path: Pat
         await pilot.pause(0.2)
         s = app.screen
         assert isinstance(s, BundleScreen) and s.note == ""  # the playbook parsed, its script absent here
+        assert s.made_runbook is None  # replaying the record made no runbook: nothing of it runs
         assert s.t == s.timeline.end and s.pos == len(s.timeline.events)  # opened at the end
         assert s.history == recorded_steps
         assert {k: str(v) for k, v in s.runbook.states.items()} == {k: "pending" for k in b.summary["steps"]}

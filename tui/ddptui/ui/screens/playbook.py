@@ -269,7 +269,8 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
         self.action_tab("tab-logs")
         pane, hit = self.pane_grid.reveal(e.node, e.text)
         if hit is None:
-            where = self.runbook.log_path(pane.node) or "the run's log"
+            rb = self.made_runbook  # a recorded or attached run has none: nothing is made for this
+            where = (rb.log_path(pane.node) if rb is not None else None) or "the run's log"
             self.notify(f"line {e.line} is no longer in the pane; it is in {where}", timeout=8)
         else:
             pane.log.focus()
