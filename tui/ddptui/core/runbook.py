@@ -87,10 +87,7 @@ class Runbook(StepHandlers):
         return self.pb.steps
 
     def step(self, step_id: str) -> Step:
-        for s in self.pb.steps:
-            if s.id == step_id:
-                return s
-        raise KeyError(step_id)
+        return self.pb.step(step_id)
 
     def next_step(self) -> Step | None:
         """The first step that is neither passed nor skipped."""

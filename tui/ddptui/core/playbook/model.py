@@ -144,3 +144,9 @@ class Playbook:
 
     def nproc_of(self, node: NodeSpec) -> int:
         return node.nproc_per_node or self.job.nproc_per_node
+
+    def step(self, step_id: str) -> Step:
+        for s in self.steps:
+            if s.id == step_id:
+                return s
+        raise KeyError(step_id)

@@ -146,7 +146,7 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
         if isinstance(ev, E.StepChanged):
             self.query_one(StepsPanel).show_step(ev)
             self.history.append((ev.step, ev.state))
-            kind = self.step_kind(ev.step)
+            kind = self.pb.step(ev.step).kind  # the screen's playbook is its runbook's (an allocation sets both)
             if ev.state is StepState.RUNNING and kind == "check":
                 self.query_one(ChecksTab).matrix.reset()
                 self.action_tab("tab-checks")

@@ -82,10 +82,6 @@ class StepThroughScreen(Screen):
         rb = self._runbook
         return rb.next_step() if rb is not None else next(iter(self.pb.steps), None)
 
-    def step_kind(self, step_id: str) -> str:
-        rb = self._runbook
-        return next((s.kind for s in (rb.pb if rb is not None else self.pb).steps if s.id == step_id), "")
-
     def _drain(self) -> bool:
         """Show what the runbook reported since the last frame (the subclass knows where)."""
         raise NotImplementedError
