@@ -120,3 +120,21 @@ async def test_many_nodes_show_as_a_list_with_one_open_pane(tmp_path: Path, runs
         screen.bridge.push(NodeState("n6", "failed", "exited 1", rc=1))
         await pilot.pause(0.1)
         assert screen.open_pane == "n6"  # the first node that went wrong opens by itself
+
+
+async def test_a_pane_shows_each_line_it_holds_as_one_line(tmp_path: Path, runs_dir: Path) -> None:
+    """A blank line, a progress bar redrawn with "\\r", a form feed: one line each in the pane, as on
+    disk (Textual's Log splits with str.splitlines: a blank line was dropped and the others split,
+    so `enter` on the pane showed lines shifted from the ones on screen)."""
+    pb = tmp_path / "panes.yaml"
+    pb.write_text(PB)
+    held = ["epoch 1", "", "\r 10%|#   |\r 50%|#####|", "page\x0cbreak", "sep\u2028here", "epoch 2"]
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        screen.bridge.push(NodeOutput("alpha", tuple(held), 1))
+        await pilot.pause(0.2)
+        pane = screen.pane_grid.pane("alpha")
+        assert list(pane.log.lines) == ["epoch 1", " ", "  10%|#   |  50%|#####|", "page break", "sep here", "epoch 2"]
+        first, lines = pane.shown_lines()
+        assert (first, lines) == (1, held)  # what `enter` shows: the lines on screen, whole

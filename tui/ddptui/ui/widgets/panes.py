@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import re
 import time
 from collections.abc import Callable, Sequence
 
@@ -28,6 +29,25 @@ NODE_STYLE = {
     NodeStatus.EXITED: "bold green", NodeStatus.FAILED: "bold red", NodeStatus.LOST: "bold magenta",
     NodeStatus.STOPPED: "dim", NodeStatus.DETACHED: "bold cyan",
 }
+
+# what str.splitlines (and so Textual's Log.write_lines) breaks a line at, besides "\n"
+_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def one_line(line: str) -> str:
+    """A held line as exactly one line of a Log: Log.write_lines splits what it is given with
+    str.splitlines, so an empty line became none and one holding "\r" (a progress bar), a form
+    feed or a Unicode line separator became several, and the pane no longer matched the lines it
+    holds (the lines `enter` shows, the filter's count). Those characters are shown as spaces."""
+    if _BREAKS.search(line) is not None:
+        line = _BREAKS.sub(" ", line)
+    return line or " "
+
+
+def pane_line(line: str) -> str:
+    """A node's line as its pane shows it: torch's prefix folded, on one line."""
+    return one_line(fold(line))
+
 
 KIND_STYLE = {"warn": "yellow", "error": "bold red", "result": "bold green", "command": "cyan", "info": "dim"}
 
@@ -150,7 +170,7 @@ class NodePane(Vertical):
             return
         if self.filter != "all":
             self._note("")
-        self.log.write_lines([fold(x) for x in lines], scroll_end=following)
+        self.log.write_lines([pane_line(x) for x in lines], scroll_end=following)
 
     @property
     def following(self) -> bool:
@@ -175,14 +195,14 @@ class NodePane(Vertical):
         log = self.log
         if self.stale and self.following:
             log.clear()
-            log.write_lines([fold(x) for x in _newest(self.buffer, flt, FOLLOW_LINES)], scroll_end=True)
+            log.write_lines([pane_line(x) for x in _newest(self.buffer, flt, FOLLOW_LINES)], scroll_end=True)
             to_end_after_refresh(log)
             self._subtitle()
             self._note("")
             return
         self.stale = False
         log.clear()
-        shown = [fold(x) for x in self.buffer if line_matches(x, flt)]
+        shown = [pane_line(x) for x in self.buffer if line_matches(x, flt)]
         log.write_lines(shown, scroll_end=True)
         to_end_after_refresh(log)
         self._subtitle()
@@ -249,7 +269,7 @@ class MergedLog(Log):
         elif self.stale:
             self.catch_up()
             return
-        self.write_lines(lines, scroll_end=following)
+        self.write_lines([one_line(x) for x in lines], scroll_end=following)
 
     def on_show(self) -> None:
         self.catch_up()
@@ -258,7 +278,7 @@ class MergedLog(Log):
         if self.stale:
             self.stale = False
             self.clear()
-            self.write_lines(list(self.buffer), scroll_end=True)
+            self.write_lines([one_line(x) for x in self.buffer], scroll_end=True)
             to_end_after_refresh(self)
 
 
