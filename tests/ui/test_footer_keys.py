@@ -9,6 +9,7 @@ from pathlib import Path
 
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input, TabbedContent
+from textual.widgets._footer import FooterKey
 
 from ddptui.core.events import NodeOutput
 from ddptui.core.paths import clipboard_file
@@ -18,6 +19,7 @@ from ddptui.ui.dialogs.help import HelpDialog
 from ddptui.ui.dialogs.lines import LinesDialog
 from ddptui.ui.keys import screen_keys
 from ddptui.ui.screens.playbook import PlaybookScreen
+from ddptui.ui.widgets.footer import KeysFooter
 from ddptui.ui.widgets.panes import NodePane, enclosing_pane
 from ddptui.ui.widgets.results import ResultsTab
 from tests.ui import scenes
@@ -202,3 +204,31 @@ async def test_mouse_filter_note_whole_lines_and_results(tmp_path: Path) -> None
         assert table.cursor_row == 1 and screen.query_one("FindingsTab").selected().id == "small-shm"
         assert "small-shm" in str(screen.query_one("#finding-detail").render())
         assert isinstance(screen.pane_grid.pane("alpha"), NodePane)
+
+
+def drawn_keys(screen) -> list[tuple[str, bool]]:
+    """What the footer draws: each key, and whether it is enabled."""
+    return [(k.key, not k.disabled) for k in screen.query_one(KeysFooter).query(FooterKey)]
+
+
+def bound_keys(screen) -> list[tuple[str, bool]]:
+    return [(ab.binding.key, ab.enabled) for ab in screen.active_bindings.values() if ab.binding.show]
+
+
+async def test_the_footer_draws_the_keys_that_apply_and_is_rebuilt_only_when_they_change(tmp_path: Path) -> None:
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await start(pilot)
+        await pilot.press("1")
+        await pilot.pause(0.1)
+        logs = drawn_keys(screen)
+        assert logs == bound_keys(screen) and ("v", True) in logs and ("f", True) not in logs
+        widgets = list(screen.query_one(KeysFooter).query(FooterKey))
+        screen.refresh_bindings()  # nothing changed: the same keys, not a rebuilt footer
+        await pilot.pause(0.1)
+        assert list(screen.query_one(KeysFooter).query(FooterKey)) == widgets
+        await pilot.press("4")  # the findings tab: its keys (fix, jump) replace the logs' filter keys
+        await pilot.pause(0.1)
+        findings = drawn_keys(screen)
+        assert findings == bound_keys(screen) and findings != logs
+        assert ("f", True) in findings and "v" not in [k for k, _ in findings]

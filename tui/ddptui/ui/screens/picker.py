@@ -9,9 +9,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from ...core.playbook.loader import PlaybookEntry
+from ..widgets.footer import KeysFooter
 
 
 class PickerScreen(Screen):
@@ -28,7 +29,7 @@ class PickerScreen(Screen):
         yield Static("Pick a playbook  [dim](enter opens it)[/]", id="picker-title")
         yield DataTable(cursor_type="row", id="picker")
         yield Static("", id="picker-detail")  # the highlighted playbook's description (or problem), whole
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.app.sub_title = "pick a playbook"

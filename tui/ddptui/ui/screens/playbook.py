@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
-from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import Header, Input, Static, TabbedContent, TabPane
 
 from ...core import events as E
 from ...core.diagnosis.model import Finding
@@ -25,6 +25,7 @@ from ...core.states import NodeStatus, StepState
 from ..bridge import Drained
 from ..widgets.checks import ChecksTab
 from ..widgets.findings import FindingsTab
+from ..widgets.footer import KeysFooter
 from ..widgets.pane_grid import PaneGrid
 from ..widgets.panes import MergedLog, NodePane, enclosing_pane
 from ..widgets.results import ResultsTab
@@ -92,7 +93,7 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
                 yield ResultsTab("Results", id="tab-results")
         yield Input(placeholder="find in the focused pane (enter: next match, escape: close)", id="find")
         yield Static("", id="status")
-        yield Footer(show_command_palette=False)  # ctrl+p is in `?`: the keys get the width
+        yield KeysFooter(show_command_palette=False)  # ctrl+p is in `?`: the keys get the width
 
     def on_mount(self) -> None:
         self.app.sub_title = self.pb.name

@@ -7,9 +7,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from ...core.errors import PlaybookError
+from ..widgets.footer import KeysFooter
 from .picker import PickerScreen
 
 
@@ -29,7 +30,7 @@ class ProblemsScreen(Screen):
                                    "fix them and open it again", style="red"), id="problems-title")
         yield DataTable(cursor_type="row", id="problems")
         yield Static("", id="problem-detail")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.app.sub_title = "playbook problems"
