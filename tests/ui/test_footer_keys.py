@@ -69,6 +69,7 @@ async def test_every_key_in_the_footer_does_what_it_says(tmp_path: Path) -> None
         assert all(p.filter == "no launcher INFO" for p in screen.pane_grid.panes)
         await pilot.press("v")
         assert all(p.filter == "NCCL" for p in screen.pane_grid.panes)
+        assert "showing: NCCL (v for the next filter)" in str(screen.query_one("#status").render())
         await pilot.press("v", "v", "v", "v")  # warnings+errors, rank 0, rank 1, all
         assert all(p.filter == "all" for p in screen.pane_grid.panes)
         tested.add("v")
@@ -78,6 +79,7 @@ async def test_every_key_in_the_footer_does_what_it_says(tmp_path: Path) -> None
         assert any("Using nproc_per_node" in x for x in alpha.log.lines)  # folded: I0101 12:00:00 distributed/run] ...
         await pilot.press("h")
         assert all(p.filter == "no launcher INFO" for p in screen.pane_grid.panes)
+        assert "launcher INFO lines hidden (h shows them" in str(screen.query_one("#status").render())
         assert not any("Using nproc_per_node" in x for x in alpha.log.lines)
         assert alpha.log.line_count == shown - 1 and alpha.total_lines == came
         assert alpha.border_subtitle == f"{came} lines · {shown - 1} shown · filter: no launcher INFO"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from textual.widgets import Input, Log
@@ -138,3 +139,35 @@ async def test_a_pane_shows_each_line_it_holds_as_one_line(tmp_path: Path, runs_
         assert list(pane.log.lines) == ["epoch 1", " ", "  10%|#   |  50%|#####|", "page break", "sep here", "epoch 2"]
         first, lines = pane.shown_lines()
         assert (first, lines) == (1, held)  # what `enter` shows: the lines on screen, whole
+
+
+async def test_a_pane_measures_its_lines_without_a_thread_per_write(tmp_path: Path, runs_dir: Path) -> None:
+    """Its width is the widest line's columns (tabs expanded, wide characters two), known as soon as the
+    lines are written; no thread is started for it (Textual's Log starts one per write: under a flood
+    a thread and a second layout per pane per frame)."""
+    pb = tmp_path / "panes.yaml"
+    pb.write_text(PB)
+    wide = "[default0]:损失 loss=0.25 " + "x" * 90  # 2 wide characters: 2 columns each
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.pause(0.1)
+        pane = screen.pane_grid.pane("alpha")
+        threads = threading.active_count()
+        started = []
+        real_start = threading.Thread.start
+
+        def start(self):
+            started.append(self.name)
+            real_start(self)
+
+        threading.Thread.start = start
+        try:
+            pane.write(["short", "\ttab\tand " + "y" * 100, wide], 3)
+            assert pane.log.virtual_size.width == 8 + 8 + len("and ") + 100  # the tabs' line is the widest
+            await pilot.pause(0.2)
+        finally:
+            threading.Thread.start = real_start
+        assert started == [] and threading.active_count() == threads
+        pane.write([wide + "z" * 10], 1)
+        assert pane.log.virtual_size.width == len(wide) + 2 + 10  # its 2 wide characters count 2 columns

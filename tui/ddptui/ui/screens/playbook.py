@@ -225,14 +225,16 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
     def action_cycle_filter(self) -> None:
         """all → NCCL → warnings+errors → each local rank → all, on every pane."""
         nxt = self.pane_grid.cycle_filter(filter_cycle(max(self.pb.nproc_of(n) for n in self.pb.nodes)))
-        self.notify(f"showing: {nxt}" + ("" if nxt == "all" else " (v for the next filter)"), timeout=3)
+        # on the status line, not a toast: a toast mounted and sized is two more layouts of the screen
+        # before the key's answer settles, on every press
+        self._status(Text(f"showing: {nxt}" + ("" if nxt == "all" else " (v for the next filter)"), style="dim"))
 
     def action_hide_chatter(self) -> None:
         """The panes without torchrun's INFO lines, or (when so already) all again: a filter like v's."""
         nxt = "all" if all(p.filter == CHATTER for p in self.pane_grid.panes) else CHATTER
         self.pane_grid.set_filter(nxt)
-        self.notify("launcher INFO lines hidden (h shows them; the log on disk has them)" if nxt == CHATTER
-                    else "showing: all", timeout=3)
+        self._status(Text("launcher INFO lines hidden (h shows them; the log on disk has them)" if nxt == CHATTER
+                          else "showing: all", style="dim"))
 
     def action_find(self) -> None:
         box = self.query_one("#find", Input)

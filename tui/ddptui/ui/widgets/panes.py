@@ -8,11 +8,13 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
+from rich.cells import cell_len
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Log, Static
 
@@ -63,6 +65,27 @@ class SeverityHighlighter(Highlighter):
             text.stylize(style)
 
 
+def _cells(line: str) -> int:
+    """The columns a Log draws `line` in (its control codes as one "?" each, tabs expanded)."""
+    return len(line.expandtabs()) if line.isascii() else cell_len(Log._process_line(line))
+
+
+class PaneLog(Log):
+    """Textual's Log, the width of what is written measured as it is written.
+
+    Log.write_lines starts a new thread (a `@work(thread=True)` worker) on every call to measure the
+    new lines, which then sets the log's size again from the UI thread: under a flood that was a
+    thread and a second layout of the screen per pane per frame, and a key pressed then waited for
+    them. Here the measure is a pass over the lines (a C `len` for ASCII, as NCCL's and torch's
+    lines are) in the same call, and the one layout the write needs anyway shows it. (Log's
+    `_update_size` is private: textual is pinned, and if it went this would only be unused.)"""
+
+    def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
+        if lines and updates == self._updates:
+            self._width = max(self._width, max(map(_cells, lines)))
+            self.virtual_size = Size(self._width, self.line_count)
+
+
 class NodePane(Vertical):
     """One node: a header (name, role, ranks, state, elapsed) over its log.
 
@@ -104,13 +127,13 @@ class NodePane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="pane-header")
         yield Static("", classes="pane-note")
-        log = Log(max_lines=self.max_lines, auto_scroll=True, highlight=True)
+        log = PaneLog(max_lines=self.max_lines, auto_scroll=True, highlight=True)
         log.highlighter = SeverityHighlighter()
         yield log
 
     @property
-    def log(self) -> Log:
-        return self.query_one(Log)
+    def log(self) -> PaneLog:
+        return self.query_one(PaneLog)
 
     def _header(self) -> Text:
         # the node and its role are the border's title: the state comes first, what a narrow pane must show
@@ -211,8 +234,9 @@ class NodePane(Vertical):
     def _note(self, text: str) -> None:
         """A dim line over the log (a filter that matches nothing), or none."""
         note = self.query_one(".pane-note", Static)
-        note.update(text)
-        note.display = bool(text)
+        if str(note.content) != text:  # an update lays the screen out again, even to the same words
+            note.update(text)
+            note.display = bool(text)
 
     def shown_lines(self) -> tuple[int, list[str]]:
         """The lines the pane shows now, unfolded and whole: (1-based number of the first in the pane, lines)."""
@@ -246,7 +270,7 @@ class NodePane(Vertical):
         return None
 
 
-class MergedLog(Log):
+class MergedLog(PaneLog):
     """Every node's lines as `node │ line`, in arrival order, coloured like the panes. Like a pane,
     it keeps what it is sent while hidden and draws only the newest lines of a flood while it follows
     its tail (`catch_up` rebuilds it)."""
