@@ -78,6 +78,18 @@ async def test_bad_playbook_shows_problems_instead_of_starting(runs_dir: Path) -
     assert not list(runs_dir.iterdir())  # nothing ran
 
 
+async def test_a_playbook_given_is_the_first_screen_and_a_wrong_start_step_is_said(tmp_path: Path,
+                                                                                  runs_dir: Path) -> None:
+    pb = write_pb(tmp_path, SHELL_PB, "shell.yaml")
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir, start_step="no-such-step")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.1)
+        # the playbook's screen is the app's first, not pushed over Textual's blank one
+        assert [type(s) for s in app.screen_stack] == [PlaybookScreen]
+        assert [n.message for n in app._notifications] == ["no step 'no-such-step' in shell-steps"]
+        assert app.screen.start_step is None
+
+
 async def test_step_through_run_next_skip_rerun(tmp_path: Path, runs_dir: Path) -> None:
     app = DdptuiApp(playbook=write_pb(tmp_path), runs_dir=runs_dir)
     async with app.run_test(size=(140, 40)) as pilot:

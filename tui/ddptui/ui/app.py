@@ -67,14 +67,14 @@ class DdptuiApp(App):
             from .screens.attach import AttachScreen
 
             self.push_screen(AttachScreen(*self.attach, self.runs_dir))
-        elif self.playbook_path is not None:
-            self.open_playbook(self.playbook_path, start_step=self.start_step, run_all=self.run_all)
 
     def get_default_screen(self) -> Screen:
-        """The picker is the first screen itself when no playbook, bundle or job is given (pushed
-        over Textual's blank default one, the first frame cost a screen more)."""
-        if self.bundle is not None or self.attach is not None or self.playbook_path is not None:
+        """The first screen itself: the playbook's (or its problems) when one is given, else the
+        picker (pushed over Textual's blank default screen, the first frame cost a screen more)."""
+        if self.bundle is not None or self.attach is not None:
             return super().get_default_screen()
+        if self.playbook_path is not None:
+            return self.playbook_screen(self.playbook_path, start_step=self.start_step, run_all=self.run_all)
         dirs = self.search_dirs or [("here", Path.cwd() / "playbooks"), ("config", user_playbooks_dir()),
                                     ("examples", examples_dir())]
         from ..core.playbook.loader import discover_playbooks
@@ -82,6 +82,10 @@ class DdptuiApp(App):
         return PickerScreen(discover_playbooks(dirs))
 
     def open_playbook(self, path: Path, start_step: str | None = None, run_all: bool = False) -> None:
+        self.push_screen(self.playbook_screen(path, start_step, run_all))
+
+    def playbook_screen(self, path: Path, start_step: str | None = None, run_all: bool = False) -> Screen:
+        """The playbook's screen, or the problems screen that says why it cannot be read."""
         from ..core.errors import PlaybookError
         from ..core.playbook.loader import load_playbook
         from ..core.transport.factory import make_factory
@@ -91,12 +95,11 @@ class DdptuiApp(App):
         try:
             pb = load_playbook(path)
         except PlaybookError as e:
-            self.push_screen(ProblemsScreen(e))
-            return
+            return ProblemsScreen(e)
         if start_step and start_step not in [s.id for s in pb.steps]:
-            self.notify(f"no step {start_step!r} in {pb.name}", severity="error")
+            self.call_later(self.notify, f"no step {start_step!r} in {pb.name}", severity="error")
             start_step = None
-        self.push_screen(PlaybookScreen(pb, self.runs_dir, make_factory(self.ssh_settings), start_step, run_all))
+        return PlaybookScreen(pb, self.runs_dir, make_factory(self.ssh_settings), start_step, run_all)
 
     def open_bundle(self, b: Bundle, folder: Path | None = None) -> None:
         """A recorded run, read-only; its playbook is parsed for viewing only (nothing of it runs)."""
