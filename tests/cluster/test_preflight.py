@@ -158,7 +158,10 @@ def test_bad_gloo_socket_ifname(cluster: Cluster, ssh_env: Path, tmp_path: Path,
                                                    env="    GLOO_SOCKET_IFNAME: ib0\n"), runs_dir)
     assert rc == 1
     (bad,) = [f for f in rep["findings"] if f["id"] == "bad-socket-ifname"]  # one finding for both nodes
-    assert sorted(bad["nodes"]) == ["node02", "node03"]
+    # (CI saw node02 missing once, not reproduced in 6 runs here: its rows say what it had then)
+    assert sorted(bad["nodes"]) == ["node02", "node03"], [
+        (n["name"], [(c["id"], c["status"], c["summary"]) for c in n["checks"] if c["status"] != "pass"],
+         n["facts"].get("route_to_master"), n["facts"].get("gloo_interface")) for n in rep["nodes"]]
     assert bad["fix"]["env"] == {"GLOO_SOCKET_IFNAME": "eth0"} and bad["fix"]["scope"] == "nodes"
     assert bad["fix"]["per_node"] == {"node02": {"GLOO_SOCKET_IFNAME": "eth0"}, "node03": {"GLOO_SOCKET_IFNAME": "eth0"}}
 
