@@ -44,6 +44,7 @@ DISABLED_ALGORITHMS = {
 }
 READ_ALL = 1 << 23  # bytes: more than paramiko's channel window (2 MiB by default)
 MAX_SESSIONS = 8  # sshd allows 10 per connection by default; leave room for the launch
+EOF_GRACE = 2.0  # seconds a command's output may stay open after its exit status came (see _collect)
 
 
 class SSHProcess(RemoteProcess):
@@ -253,14 +254,21 @@ class SSHTransport(Transport):
 
     @staticmethod
     def _collect(chan: paramiko.Channel, timeout: float) -> tuple[bytes, bytes, int | None]:
+        """The command's stdout and stderr up to the channel's EOF, and its exit status. sshd may
+        send the exit status before the last of the output (it reaps the command while the pipe
+        still holds what it wrote): stopping at the status lost a node probe's last sections (CI,
+        2026-12-02). A command that exits while something it started keeps the output open gets
+        EOF_GRACE seconds more (OpenSSH's client would wait for it), then what came is the answer."""
         out, err = bytearray(), bytearray()
         deadline = time.monotonic() + timeout
+        exited_at: float | None = None
         chan.setblocking(False)
         while True:
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 return bytes(out), bytes(err), None
-            select.select([chan], [], [], min(left, 0.5))
+            select.select([chan], [], [], min(left, 0.5 if exited_at is None else 0.05))
             progressed = False
             while chan.recv_ready():
                 out += chan.recv(65536)
@@ -269,8 +277,10 @@ class SSHTransport(Transport):
                 err += chan.recv_stderr(65536)
                 progressed = True
             if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                return bytes(out), bytes(err), chan.recv_exit_status()
-            if chan.closed and not progressed:
+                exited_at = now if exited_at is None else exited_at
+                if chan.eof_received or chan.closed or now - exited_at >= EOF_GRACE:
+                    return bytes(out), bytes(err), chan.recv_exit_status()
+            elif chan.closed and not progressed:
                 return bytes(out), bytes(err), None
 
     def start(self, spec: LaunchSpec, on_lines: OnLines, python: str) -> SSHProcess:
