@@ -38,7 +38,7 @@ class ScriptedChannel:
         pass
 
     def recv_ready(self) -> bool:
-        return any(at <= self._now() for at, _ in self.chunks[self.taken:self.taken + 1])
+        return self.taken < len(self.chunks) and self.chunks[self.taken][0] <= self._now()
 
     def recv(self, n: int) -> bytes:
         self.taken += 1

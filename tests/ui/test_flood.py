@@ -13,8 +13,8 @@ from textual.widgets import TabbedContent
 
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.screens.playbook import PlaybookScreen
-from ddptui.core.logs.classify import line_matches
-from ddptui.ui.widgets.panes import FOLLOW_LINES, PANE_MAX_LINES, NodePane, pane_line
+from ddptui.core.logs.classify import fold, line_matches
+from ddptui.ui.widgets.panes import FOLLOW_LINES, PANE_MAX_LINES, NodePane, one_line
 from tests.conftest import DATA, needs_torch
 
 pytestmark = [needs_torch, pytest.mark.torch]
@@ -85,7 +85,7 @@ steps: [launch-master, wait-master, launch-workers, watch]
             # line the filter hides that came after the rebuild (torchrun's own words at exit) pushes an
             # old one out of the buffer, not out of the log, which is bounded on its own: the log ends
             # with every matching line of the buffer, and anything above them matches too
-            want = [pane_line(x) for x in p.buffer if line_matches(x, flt)]
+            want = [one_line(fold(x)) for x in p.buffer if line_matches(x, flt)]
             got = list(p.log.lines)
             assert len(want) > FOLLOW_LINES and got[len(got) - len(want):] == want, p.node
             assert all(line_matches(x, flt) for x in got[:len(got) - len(want)]), p.node

@@ -277,7 +277,8 @@ class SSHTransport(Transport):
                 err += chan.recv_stderr(65536)
                 progressed = True
             if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                exited_at = now if exited_at is None else exited_at
+                if exited_at is None:
+                    exited_at = now
                 if chan.eof_received or chan.closed or now - exited_at >= EOF_GRACE:
                     return bytes(out), bytes(err), chan.recv_exit_status()
             elif chan.closed and not progressed:

@@ -25,7 +25,7 @@ class KeysFooter(Footer):
         shown = tuple((b.key, b.key_display, b.description, b.action, b.group, enabled, tooltip)
                       for _, b, enabled, tooltip in self.screen.active_bindings.values() if b.show)
         palette = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
-        return shown, palette and palette[1:] if self.show_command_palette else None, self.compact
+        return shown, palette[1:] if palette is not None and self.show_command_palette else None
 
     def bindings_changed(self, screen: Screen) -> None:
         if self._shown is not None and self.is_attached and screen is self.screen and self._keys() == self._shown:

@@ -6,7 +6,7 @@ import collections
 import itertools
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from rich.cells import cell_len
 from rich.highlighter import Highlighter
@@ -46,11 +46,6 @@ def one_line(line: str) -> str:
     return line or " "
 
 
-def pane_line(line: str) -> str:
-    """A node's line as its pane shows it: torch's prefix folded, on one line."""
-    return one_line(fold(line))
-
-
 KIND_STYLE = {"warn": "yellow", "error": "bold red", "result": "bold green", "command": "cyan", "info": "dim"}
 
 
@@ -66,12 +61,13 @@ class SeverityHighlighter(Highlighter):
 
 
 def _cells(line: str) -> int:
-    """The columns a Log draws `line` in (its control codes as one "?" each, tabs expanded)."""
+    """The columns a Log draws `line` in (tabs expanded, each control code one replacement character)."""
     return len(line.expandtabs()) if line.isascii() else cell_len(Log._process_line(line))
 
 
 class PaneLog(Log):
-    """Textual's Log, the width of what is written measured as it is written.
+    """Textual's Log, each line written as exactly one line (`one_line`), its width measured as it
+    is written.
 
     Log.write_lines starts a new thread (a `@work(thread=True)` worker) on every call to measure the
     new lines, which then sets the log's size again from the UI thread: under a flood that was a
@@ -79,6 +75,9 @@ class PaneLog(Log):
     them. Here the measure is a pass over the lines (a C `len` for ASCII, as NCCL's and torch's
     lines are) in the same call, and the one layout the write needs anyway shows it. (Log's
     `_update_size` is private: textual is pinned, and if it went this would only be unused.)"""
+
+    def write_lines(self, lines: Iterable[str], scroll_end: bool | None = None) -> PaneLog:
+        return super().write_lines([one_line(x) for x in lines], scroll_end)
 
     def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
         if lines and updates == self._updates:
@@ -193,7 +192,7 @@ class NodePane(Vertical):
             return
         if self.filter != "all":
             self._note("")
-        self.log.write_lines([pane_line(x) for x in lines], scroll_end=following)
+        self.log.write_lines([fold(x) for x in lines], scroll_end=following)
 
     @property
     def following(self) -> bool:
@@ -218,14 +217,14 @@ class NodePane(Vertical):
         log = self.log
         if self.stale and self.following:
             log.clear()
-            log.write_lines([pane_line(x) for x in _newest(self.buffer, flt, FOLLOW_LINES)], scroll_end=True)
+            log.write_lines([fold(x) for x in _newest(self.buffer, flt, FOLLOW_LINES)], scroll_end=True)
             to_end_after_refresh(log)
             self._subtitle()
             self._note("")
             return
         self.stale = False
         log.clear()
-        shown = [pane_line(x) for x in self.buffer if line_matches(x, flt)]
+        shown = [fold(x) for x in self.buffer if line_matches(x, flt)]
         log.write_lines(shown, scroll_end=True)
         to_end_after_refresh(log)
         self._subtitle()
@@ -293,7 +292,7 @@ class MergedLog(PaneLog):
         elif self.stale:
             self.catch_up()
             return
-        self.write_lines([one_line(x) for x in lines], scroll_end=following)
+        self.write_lines(lines, scroll_end=following)
 
     def on_show(self) -> None:
         self.catch_up()
@@ -302,7 +301,7 @@ class MergedLog(PaneLog):
         if self.stale:
             self.stale = False
             self.clear()
-            self.write_lines([one_line(x) for x in self.buffer], scroll_end=True)
+            self.write_lines(self.buffer, scroll_end=True)
             to_end_after_refresh(self)
 
 
