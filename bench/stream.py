@@ -13,12 +13,16 @@ alone: the floor of any paramiko client, whatever it then does with the bytes). 
 seconds of the ddptui process (sampled from /proc) against those of the `ssh` client processes:
 on a shared 2-core machine the steadiest figure, and the one that says what a login node pays.
 
-    .venv/bin/python -m bench.stream [--quick] [--ssh] [--json] [--lines N] [--nodes 1,4] [--reps R]
+With `--training 0.95` the workload puts 19 lines of a training loop's output after each NCCL line
+(bench/diagnosis.py's "typical" mix): a running job's stream, against the default's worst case.
+
+    .venv/bin/python -m bench.stream [--quick] [--ssh] [--json] [--training SHARE] [--lines N] [--nodes 1,4] [--reps R]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -32,12 +36,14 @@ import threading
 import time
 from contextlib import nullcontext
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = ROOT / "bench" / "nccl_flood.py"
 
 
-def playbook(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None) -> Path:
+def playbook(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
+             training: float = 0.0) -> Path:
     pb = d / f"stream{nodes}.yaml"
     listed = ", ".join(names[:nodes] if names else [f"n{i}" for i in range(nodes)])
     pb.write_text(f"""\
@@ -46,7 +52,7 @@ name: stream{nodes}
 nodes: [{listed}]
 job:
   script: {WORKLOAD}
-  args: ["{lines}"]
+  args: ["{lines}", "{training}"]
   nproc_per_node: 1
   master_port: {port}
   tee: false
@@ -99,12 +105,35 @@ def diagnosis_pids(pid: int) -> list[int]:
     return out
 
 
+class Streamed(NamedTuple):
+    """One `ddptui run --headless`, in seconds."""
+
+    disk: float  # the workloads' first line -> the last line on disk
+    verdict: float  # the last line on disk -> the verdict (the diagnosis done and torchrun gone)
+    wall: float  # launch -> exit
+    cpu: float  # the ddptui process, launch -> exit
+    cpu_stream: float  # the ddptui process from the first line to the last on disk
+    diag_cpu: float  # its diagnosis process
+    behind: float  # the last line on disk -> the diagnosis' last busy 0.1 s (0: it kept up)
+
+
+def median_of(runs: list[Streamed], field: str) -> float:
+    return statistics.median(getattr(r, field) for r in runs)
+
+
+def cpu_at(samples: list[tuple[float, float]], t: float) -> float:
+    """The CPU seconds a process had used at time `t`, between its (time, CPU) samples."""
+    for (t1, c1), (t2, c2) in zip(samples, samples[1:]):
+        if t1 <= t <= t2:
+            return c1 + (c2 - c1) * (t - t1) / max(t2 - t1, 1e-9)
+    return samples[-1][1] if t > samples[-1][0] else 0.0
+
+
 def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
                   ssh_config: Path | None = None, attempts: int = 2,
-                  as_json: bool = False) -> tuple[float, float, float, float, float]:
-    """(first line -> last line on disk, last line on disk -> verdict, launch -> exit, CPU seconds of
-    the ddptui process, of its diagnosis process) in seconds; the CPU sampled every 0.1 s until they
-    end (the last sample: what either does in its last 0.1 s is not counted). A failed run is tried
+                  as_json: bool = False, training: float = 0.0) -> Streamed:
+    """The run's times and CPU seconds; the CPU sampled every 0.1 s until the processes end (what
+    either does in its last 0.1 s is not counted). A failed run is tried
     once more (torch 2.13's torchrun can abort at exit after a good run, as tests/test_local_run.py
     allows)."""
     for attempt in range(attempts):
@@ -113,21 +142,25 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
         extra = (["--ssh-config", str(ssh_config)] if ssh_config else []) + (["--json"] if as_json else [])
         t0 = time.time()
         with open(printed, "w") as out:
-            p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names)),
+            p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names, training)),
                                   "--headless", "--runs-dir", str(runs), *extra], stdout=out, stderr=subprocess.STDOUT)
-            cpu, diag = 0.0, {}
+            cpu, diag, busy, samples = 0.0, {}, 0.0, [(t0, 0.0)]
             while p.poll() is None:
                 cpu = cpu_seconds(p.pid) or cpu
+                now = time.time()
+                samples.append((now, cpu))
                 for c in diagnosis_pids(p.pid):
-                    diag[c] = cpu_seconds(c) or diag.get(c, 0.0)
+                    was, diag[c] = diag.get(c, 0.0), cpu_seconds(c) or diag.get(c, 0.0)
+                    if diag[c] > was + 0.02:  # working (more than its idle wake-ups) in the last 0.1 s
+                        busy = now
                 time.sleep(0.1)
         wall = time.time() - t0
         logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
         if p.returncode == 0 and len(logs) == nodes:
             printed.unlink()
-            last = max(p.stat().st_mtime for p in logs)
-            return (last - min(start_of(p) for p in logs), verdict_time(logs[0].parent) - last, wall, cpu,
-                    sum(diag.values()))
+            first, last = min(start_of(p) for p in logs), max(p.stat().st_mtime for p in logs)
+            return Streamed(last - first, verdict_time(logs[0].parent) - last, wall, cpu,
+                            cpu_at(samples, last) - cpu_at(samples, first), sum(diag.values()), max(0.0, busy - last))
     tail = "\n".join(x for x in printed.read_text().splitlines() if " NCCL " not in x)[-3000:]
     raise RuntimeError(f"ddptui run failed (rc {p.returncode}): {tail}")
 
@@ -157,9 +190,10 @@ def parallel(cmds: list[list[str]], outs: list[Path]) -> tuple[float, float]:
     return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def paramiko_cat(cl, nodes: list[str], src: Path, outs: list[Path]) -> float:
+def paramiko_cat(cl, nodes: list[str], src: Path, outs: list[Path]) -> tuple[float, float]:
     """N paramiko clients in threads of one process, each reading `cat FILE` into a file: the floor
-    of any paramiko client (ddptui's transport), whatever it does with the bytes. Connected
+    of any paramiko client (ddptui's transport), whatever it does with the bytes. Wall seconds, and
+    the CPU seconds of this process meanwhile (it does nothing else). Connected
     beforehand, as ddptui is before its first line; strict host keys and the cipher ddptui
     negotiates, as ddptui's."""
     import paramiko
@@ -183,16 +217,16 @@ def paramiko_cat(cl, nodes: list[str], src: Path, outs: list[Path]) -> float:
             while data := ch.recv(1 << 23):
                 f.write(data)
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     threads = [threading.Thread(target=read, args=(c, o)) for c, o in zip(clients, outs)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     for c in clients:
         c.close()
-    return dt
+    return dt, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", default=None, help="comma-separated node counts (default 1,4)")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--json", action="store_true", help="ddptui run --headless --json (an event per line)")
+    ap.add_argument("--training", type=float, default=0.0,
+                    help="the share of the lines that are a training loop's output (0.95: a job that logs each "
+                         "step); default 0, all NCCL init chatter: the diagnosis' worst case")
     args = ap.parse_args(argv)
     lines = args.lines or (20_000 if args.quick else 1_000_000)
     counts = [int(x) for x in (args.nodes or ("1,2" if args.quick else "1,4")).split(",")]
@@ -220,42 +257,48 @@ def main(argv: list[str] | None = None) -> int:
             (d / "home" / ".ssh").mkdir(parents=True)
             os.environ["HOME"] = str(d / "home")
         src = d / "lines.txt"
-        subprocess.run([sys.executable, str(WORKLOAD), str(lines)], stdout=open(src, "w"), check=True)
+        subprocess.run([sys.executable, str(WORKLOAD), str(lines), str(args.training)], stdout=open(src, "w"), check=True)
         how = "ssh NODE cat FILE" if cl else "cat FILE"
         for n in counts:
-            ts, lags, walls, cats, prods, floors, cpus, diags, cat_cpus = [], [], [], [], [], [], [], [], []
+            runs_: list[Streamed] = []
+            cats, prods, floors, cat_cpus, floor_cpus = [], [], [], [], []
             for _ in range(reps):  # interleaved: ddptui, then the baselines, each repetition
-                t, lag, wall, cpu, diag = ddptui_stream(d, n, lines, free_port(), names, cfg, as_json=args.json)
-                ts.append(t)
-                lags.append(lag)
-                walls.append(wall)
-                cpus.append(cpu)
-                diags.append(diag)
+                runs_.append(ddptui_stream(d, n, lines, free_port(), names, cfg, as_json=args.json,
+                                           training=args.training))
                 outs = [d / f"out{i}" for i in range(n)]
                 cat = [["ssh", "-F", str(cfg), node, "cat", str(src)] for node in names[:n]] if cl else [["cat", str(src)]] * n
                 wall_cat, cpu_cat = parallel(cat, outs)
                 cats.append(wall_cat)
                 cat_cpus.append(cpu_cat)
                 if cl:
-                    floors.append(paramiko_cat(cl, names[:n], src, outs))
-                prods.append(parallel([[sys.executable, str(WORKLOAD), str(lines)]] * n, outs)[0])
-            t, c, p = statistics.median(ts), statistics.median(cats), statistics.median(prods)
+                    f_wall, f_cpu = paramiko_cat(cl, names[:n], src, outs)
+                    floors.append(f_wall)
+                    floor_cpus.append(f_cpu)
+                prods.append(parallel([[sys.executable, str(WORKLOAD), str(lines), str(args.training)]] * n, outs)[0])
+            med = functools.partial(median_of, runs_)
+            t, c, p = med("disk"), statistics.median(cats), statistics.median(prods)
             where = "over ssh (namespace cluster)" if cl else "local"
-            print(f"{n} node(s) x {lines:,} NCCL lines, {where}, median of {reps}:")
+            what = f"lines ({args.training:.0%} training output)" if args.training else "NCCL lines"
+            print(f"{n} node(s) x {lines:,} {what}, {where}, median of {reps}:")
             print(f"  ddptui --headless{' --json' if args.json else ''}   first line -> last on disk {t:6.2f} s  {n * lines / t / 1e6:5.2f} M lines/s"
-                  f"  (launch -> exit {statistics.median(walls):.2f} s)")
+                  f"  (launch -> exit {med('wall'):.2f} s)")
             print(f"  {n} x {how} > out{' ' * (38 - len(how))}{c:6.2f} s   ratio {t / c:.1f}x")
             if floors:
                 f = statistics.median(floors)
                 print(f"  {n} x paramiko reading the same cat > out          {f:6.2f} s   ratio {t / f:.1f}x"
                       f"  (paramiko / ssh: {f / c:.1f}x, the floor of a paramiko client)")
             print(f"  {n} x the workload > out (the producer alone)     {p:6.2f} s   ratio {t / p:.1f}x")
-            print(f"  last line on disk -> verdict (diagnosis done, torchrun gone) {statistics.median(lags):5.2f} s")
+            print(f"  last line on disk -> verdict (diagnosis done, torchrun gone) {med('verdict'):5.2f} s"
+                  f"   -> the diagnosis' last busy 0.1 s {med('behind'):5.2f} s (its lag behind the disk)")
             cc = statistics.median(cat_cpus)
             what = "the ssh clients" if cl else "the cats"
-            print(f"  CPU: the ddptui process, launch -> exit {statistics.median(cpus):5.2f} s   {what} {cc:5.2f} s"
-                  f"   ratio {statistics.median(cpus) / max(cc, 1e-3):.1f}x"
-                  f"   (the diagnosis process: {statistics.median(diags):.2f} s)")
+            print(f"  CPU: the ddptui process, launch -> exit {med('cpu'):5.2f} s, first line -> last on disk "
+                  f"{med('cpu_stream'):5.2f} s   {what} {cc:5.2f} s   ratio {med('cpu_stream') / max(cc, 1e-3):.1f}x"
+                  f"   (the diagnosis process: {med('diag_cpu'):.2f} s)")
+            if floor_cpus:
+                fc = statistics.median(floor_cpus)
+                print(f"  CPU: paramiko alone reading the same cat {fc:5.2f} s   ddptui's, first line -> last on disk, "
+                      f"/ paramiko's {med('cpu_stream') / max(fc, 1e-3):.1f}x (what ddptui adds to its SSH library)")
     return 0
 
 

@@ -35,10 +35,12 @@ def test_diagnosis_quick_prints_the_engine_and_grep() -> None:
 def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
     out = quick("bench.stream")
     assert "1 node(s)" in out and "cat FILE > out" in out and "ratio" in out, out
-    assert "last line on disk -> verdict" in out, out  # the diagnosis' lag behind the disk, said
-    assert "CPU: the ddptui process" in out and "the cats" in out, out
-    out = quick("bench.stream", "--json", "--nodes", "1")
+    assert "last line on disk -> verdict" in out, out
+    assert "the diagnosis' last busy 0.1 s" in out, out  # the diagnosis' own lag behind the disk, said
+    assert "CPU: the ddptui process" in out and "first line -> last on disk" in out and "the cats" in out, out
+    out = quick("bench.stream", "--json", "--nodes", "1", "--training", "0.5")
     assert "ddptui --headless --json" in out and "ratio" in out, out
+    assert "(50% training output)" in out, out  # a running job's stream, not only NCCL chatter
 
 
 def test_startup_quick_prints_help_import_and_first_frame() -> None:
