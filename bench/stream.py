@@ -16,7 +16,11 @@ on a shared 2-core machine the steadiest figure, and the one that says what a lo
 With `--training 0.95` the workload puts 19 lines of a training loop's output after each NCCL line
 (bench/diagnosis.py's "typical" mix): a running job's stream, against the default's worst case.
 
-    .venv/bin/python -m bench.stream [--quick] [--ssh] [--json] [--training SHARE] [--lines N] [--nodes 1,4] [--reps R]
+`--log FILE` replays another recorded log than corpus 90 (a paste of the interesting lines of a
+64-rank init, 88% of them holding a rule's literal).
+
+    .venv/bin/python -m bench.stream [--quick] [--ssh] [--json] [--training SHARE] [--log FILE] [--lines N]
+                                     [--nodes 1,4] [--reps R]
 """
 
 from __future__ import annotations
@@ -40,10 +44,11 @@ from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = ROOT / "bench" / "nccl_flood.py"
+DEFAULT_LOG = ROOT / "tests" / "data" / "corpus" / "nccl" / "90-healthy-socket-aws-64ranks.log"  # what the workload replays by default
 
 
 def playbook(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
-             training: float = 0.0) -> Path:
+             training: float = 0.0, log: Path = DEFAULT_LOG) -> Path:
     pb = d / f"stream{nodes}.yaml"
     listed = ", ".join(names[:nodes] if names else [f"n{i}" for i in range(nodes)])
     pb.write_text(f"""\
@@ -52,7 +57,7 @@ name: stream{nodes}
 nodes: [{listed}]
 job:
   script: {WORKLOAD}
-  args: ["{lines}", "{training}"]
+  args: ["{lines}", "{training}", "{log}"]
   nproc_per_node: 1
   master_port: {port}
   tee: false
@@ -131,7 +136,7 @@ def cpu_at(samples: list[tuple[float, float]], t: float) -> float:
 
 def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
                   ssh_config: Path | None = None, attempts: int = 2,
-                  as_json: bool = False, training: float = 0.0) -> Streamed:
+                  as_json: bool = False, training: float = 0.0, log: Path = DEFAULT_LOG) -> Streamed:
     """The run's times and CPU seconds; the CPU sampled every 0.1 s until the processes end (what
     either does in its last 0.1 s is not counted). A failed run is tried
     once more (torch 2.13's torchrun can abort at exit after a good run, as tests/test_local_run.py
@@ -142,7 +147,7 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
         extra = (["--ssh-config", str(ssh_config)] if ssh_config else []) + (["--json"] if as_json else [])
         t0 = time.time()
         with open(printed, "w") as out:
-            p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names, training)),
+            p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names, training, log)),
                                   "--headless", "--runs-dir", str(runs), *extra], stdout=out, stderr=subprocess.STDOUT)
             cpu, diag, busy, samples = 0.0, {}, 0.0, [(t0, 0.0)]
             while p.poll() is None:
@@ -240,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--training", type=float, default=0.0,
                     help="the share of the lines that are a training loop's output (0.95: a job that logs each "
                          "step); default 0, all NCCL init chatter: the diagnosis' worst case")
+    ap.add_argument("--log", type=Path, default=DEFAULT_LOG,
+                    help="the recorded NCCL log the workload replays (default: corpus 90, a paste of a 64-rank "
+                         "job's init lines)")
     args = ap.parse_args(argv)
     lines = args.lines or (20_000 if args.quick else 1_000_000)
     counts = [int(x) for x in (args.nodes or ("1,2" if args.quick else "1,4")).split(",")]
@@ -257,14 +265,15 @@ def main(argv: list[str] | None = None) -> int:
             (d / "home" / ".ssh").mkdir(parents=True)
             os.environ["HOME"] = str(d / "home")
         src = d / "lines.txt"
-        subprocess.run([sys.executable, str(WORKLOAD), str(lines), str(args.training)], stdout=open(src, "w"), check=True)
+        work = [str(lines), str(args.training), str(args.log.resolve())]
+        subprocess.run([sys.executable, str(WORKLOAD), *work], stdout=open(src, "w"), check=True)
         how = "ssh NODE cat FILE" if cl else "cat FILE"
         for n in counts:
             runs_: list[Streamed] = []
             cats, prods, floors, cat_cpus, floor_cpus = [], [], [], [], []
             for _ in range(reps):  # interleaved: ddptui, then the baselines, each repetition
                 runs_.append(ddptui_stream(d, n, lines, free_port(), names, cfg, as_json=args.json,
-                                           training=args.training))
+                                           training=args.training, log=args.log.resolve()))
                 outs = [d / f"out{i}" for i in range(n)]
                 cat = [["ssh", "-F", str(cfg), node, "cat", str(src)] for node in names[:n]] if cl else [["cat", str(src)]] * n
                 wall_cat, cpu_cat = parallel(cat, outs)
@@ -274,11 +283,13 @@ def main(argv: list[str] | None = None) -> int:
                     f_wall, f_cpu = paramiko_cat(cl, names[:n], src, outs)
                     floors.append(f_wall)
                     floor_cpus.append(f_cpu)
-                prods.append(parallel([[sys.executable, str(WORKLOAD), str(lines), str(args.training)]] * n, outs)[0])
+                prods.append(parallel([[sys.executable, str(WORKLOAD), *work]] * n, outs)[0])
             med = functools.partial(median_of, runs_)
             t, c, p = med("disk"), statistics.median(cats), statistics.median(prods)
             where = "over ssh (namespace cluster)" if cl else "local"
             what = f"lines ({args.training:.0%} training output)" if args.training else "NCCL lines"
+            if args.log.resolve() != DEFAULT_LOG:
+                what += f" of {args.log.name}"
             print(f"{n} node(s) x {lines:,} {what}, {where}, median of {reps}:")
             print(f"  ddptui --headless{' --json' if args.json else ''}   first line -> last on disk {t:6.2f} s  {n * lines / t / 1e6:5.2f} M lines/s"
                   f"  (launch -> exit {med('wall'):.2f} s)")
