@@ -7,9 +7,10 @@ chatter) to stdout as fast as Python writes, N lines in all. Its first line says
 TRAINING_SHARE (default 0): that share of the lines are a training loop's output between the NCCL
 ones (bench/diagnosis.py's mix: 0.95 is a job that logs each step), as a real job's stream is once
 its communicators are up; 0 is the diagnosis' worst case, every line NCCL init chatter. LOG: another
-recorded log to replay (a corpus file: its `# ` header is left out)."""
+recorded log to replay (a corpus file: its `# key: value` header is left out)."""
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -20,7 +21,9 @@ share = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
 log = Path(sys.argv[3]) if len(sys.argv) > 3 else CORPUS / "90-healthy-socket-aws-64ranks.log"
 if not 0 <= share < 1:
     sys.exit(f"nccl_flood.py: TRAINING_SHARE must be in [0, 1), not {share}")
-nccl = [x + "\n" for x in log.read_text().splitlines() if not x.startswith("# ")]
+nccl = [x + "\n" for x in log.read_text().splitlines()]
+while nccl and re.match(r"# [\w-]+: ", nccl[0]):  # the corpus header (source, scenario, ...), not output
+    del nccl[0]
 per = round(share / (1 - share))  # training lines after each NCCL line
 base: list[str] = []
 for line in nccl:

@@ -18,7 +18,8 @@ NCCL_HEAD = re.compile(r"(?:^|[\s:>\]])([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\
 VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 NET_DEFINITE = re.compile(r"Using (?:network|internal Network) (IB|Socket)\b|via NET/(IB|Socket)/")
 NET_TENTATIVE = re.compile(r"NET/(IB|Socket) : Using \[")
-PLUGIN_EXTERNAL = re.compile(r"Plugin Path : (\S+)|Loaded net plugin (\S+)")
+PLUGIN_PATH = "Plugin Path : "
+PLUGIN_EXTERNAL = re.compile(PLUGIN_PATH + r"(\S+)|Loaded net plugin (\S+)")
 PLUGIN_INTERNAL = re.compile(r"No plugin found \(libnccl-net\.so\)|Could not find: libnccl-net\.so|Failed to find ncclNetPlugin symbol")
 NRANKS = re.compile(r"rank (\d+) nRanks (\d+) nNodes (\d+)")
 LOCAL_RANKS = re.compile(r"local_ranks=\[([\d, ]*)\]")  # torchrun's agent, with LOGLEVEL=INFO
@@ -61,7 +62,11 @@ def extract_facts(st: NodeState, key: str, n: int, line: str) -> tuple[int, int]
         st.transport[key] = (m.group(1), False, n, line.strip())
     if "lugin" in line:
         if m := PLUGIN_EXTERNAL.search(line):
-            st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
+            # a host names its plugin twice, `Loaded net plugin NAME` then `Plugin Path : PATH`: the
+            # path, which tells two plugins apart, is kept (rules.plugins_differ compares like with like)
+            cur = st.plugin.get(key)
+            if m.group(1) or cur is None or PLUGIN_PATH not in cur[2]:
+                st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
         elif key not in st.plugin and PLUGIN_INTERNAL.search(line):
             st.plugin[key] = ("internal", n, line.strip())
     if not st.nproc and "local_ranks=[" in line and (m := LOCAL_RANKS.search(line)):

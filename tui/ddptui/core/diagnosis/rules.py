@@ -177,6 +177,18 @@ def _listing(seen: Seen) -> str:
     return ", ".join(f"{host} {v[0]}" for (_, host), v in sorted(seen.items()))
 
 
+def plugins_differ(seen: Seen) -> bool:
+    """The internal plugin beside an external one, or two external plugins named the same way that
+    differ. A host names its external plugin twice, `Loaded net plugin NAME` (the name's first word)
+    then `Plugin Path : PATH`; one host's name beside another's path is the same plugin as often as
+    not (one node's lines come before the other's path line), so a name is compared with names only."""
+    by_kind: dict[str, set] = {}
+    for value, *_, text in seen.values():
+        kind = "internal" if value == "internal" else "path" if "Plugin Path : " in text else "name"
+        by_kind.setdefault(kind, set()).add(value)
+    return ("internal" in by_kind and len(by_kind) > 1) or any(len(values) > 1 for values in by_kind.values())
+
+
 def _transports(seen: Seen) -> str:
     ib = sorted({host for (_, host), v in seen.items() if v[0] == "IB"})
     sock = sorted({host for (_, host), v in seen.items() if v[0] == "Socket"})
@@ -213,7 +225,8 @@ CROSS_RULES: tuple[CrossRule, ...] = (
     # each agent's group_world_size is the --nnodes it was started with: where they differ, the agent
     # that expects more nodes waits for them (at the exit barrier, after the workers finished)
     CrossRule("ranks-not-joined", "nnodes", _nnodes),
-    CrossRule("net-plugin-mismatch", "plugin", lambda seen: "net plugins differ: " + _listing(seen)),
+    CrossRule("net-plugin-mismatch", "plugin", lambda seen: "net plugins differ: " + _listing(seen),
+              applies=plugins_differ),
     # comm: the largest communicator each host joined; several hosts that each joined only one of
     # 1 rank ran as separate jobs (e.g. an mpirun that started a 1-rank world in every container)
     CrossRule("ranks-not-joined", "comm", _separate_comms, hosts_if_one_node=True,

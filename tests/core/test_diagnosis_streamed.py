@@ -1,0 +1,79 @@
+"""A healthy job's log read the way a live run reads it: each host's lines as its own node, arriving
+in batches of any size, the nodes interleaved at random. The cross-node rules compare the nodes'
+facts after every batch, so a fact that a host states in two steps (NCCL's `Loaded net plugin NAME`
+then `Plugin Path : PATH`) must not look like a difference between the nodes in between: a finding,
+once raised, stays on the user's screen. Corpus 155 (a healthy 2 x 8 H100 run with HPC-X's plugin)
+raised `net-plugin-mismatch` in 20 of 20 such interleavings before the plugin fact compared like
+with like (rules.plugins_differ)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ddptui.core.diagnosis.engine import Engine
+from ddptui.core.diagnosis.facts import NCCL_HEAD
+from tests.core.test_diagnosis_corpus import GROUPS, HEALTHY, alarms, split
+
+SEEDS = range(12)
+
+
+def by_host(body: list[str]) -> dict[str, list[str]]:
+    """Each NCCL host's lines, in order; a line that names no host goes with the first host's."""
+    hosts = [m.group(1) if (m := NCCL_HEAD.search(line)) else None for line in body]
+    first = next((h for h in hosts if h), "node0")
+    out: dict[str, list[str]] = {}
+    for line, host in zip(body, hosts):
+        out.setdefault(host or first, []).append(line)
+    return out
+
+
+def healthy_multi_host() -> list[str]:
+    keys = []
+    for key, files in sorted(GROUPS.items()):
+        header, body = split(files[0])
+        if len(files) == 1 and header["expected-diagnosis"] == HEALTHY and len(by_host(body)) >= 2:
+            keys.append(key)
+    return keys
+
+
+KEYS = healthy_multi_host()
+
+
+def test_the_set_holds_the_logs_it_is_for() -> None:
+    assert {"90", "154", "155"} <= set(KEYS), KEYS
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_healthy_log_streamed_node_by_node_raises_no_alarm(key: str) -> None:
+    _, body = split(GROUPS[key][0])
+    nodes = by_host(body)
+    for seed in SEEDS:
+        rnd = random.Random(seed)
+        e = Engine(expected_nnodes=len(nodes))
+        at = dict.fromkeys(nodes, 0)
+        while left := [n for n in nodes if at[n] < len(nodes[n])]:
+            node = rnd.choice(left)
+            k = rnd.choice((1, 2, 3, rnd.randint(1, 60)))
+            e.feed_text(node, "\n".join(nodes[node][at[node]:at[node] + k]))
+            at[node] += k
+        assert alarms(e.finish()) == [], (key, seed, [(f.id, f.summary) for f in e.finish()])
+
+
+def test_net_plugins_are_compared_like_with_like() -> None:
+    from ddptui.core.diagnosis.rules import plugins_differ
+
+    path = "h{} NCCL INFO Plugin Path : {}"
+    name = "h{} NCCL INFO NET/Plugin: Loaded net plugin {} (v8)"
+
+    def seen(*facts: tuple[str, str]) -> dict:
+        return {(f"n{i}", f"h{i}"): (value, 1, text.format(i, value.split(":", 1)[-1]))
+                for i, (value, text) in enumerate(facts)}
+
+    sharp, ofi = "external:/opt/hpcx/lib/libnccl-net.so", "external:/opt/aws-ofi-nccl/lib/libnccl-net.so"
+    assert plugins_differ(seen((sharp, path), ("internal", "h{} NCCL INFO NET/Plugin: Could not find: libnccl-net.so")))
+    assert plugins_differ(seen((sharp, path), (ofi, path)))
+    assert plugins_differ(seen(("external:NCCL", name), ("external:AWS", name)))
+    assert not plugins_differ(seen((sharp, path), (sharp, path)))
+    assert not plugins_differ(seen((sharp, path), ("external:NCCL", name)))  # one node's path line not in yet
