@@ -161,3 +161,31 @@ def test_spent_chatter_is_skipped_and_changes_no_finding(automaton: bool) -> Non
         assert getattr(a, fact) == getattr(b, fact), fact  # every fact the cross rules compare, as line by line
     if automaton:  # the pure-Python path does not know which literals a line holds: it skips nothing
         assert len(looked) < len(lines) / 2, (len(looked), len(lines))
+
+
+@pytest.mark.parametrize("automaton", PATHS)
+def test_a_net_plugins_init_chatter_is_skipped_once_its_facts_are_known(automaton: bool) -> None:
+    """Corpus 155 (a whole init, 2 x 8 H100, HPC-X's RDMA plugin): its channels say `via NET/NCCL RDMA
+    Plugin v8/...`, its network `Using network NCCL RDMA Plugin v8`, every communicator `rank R
+    nranks 16`: none can change a fact once each host has its own, and a larger communicator still
+    does. The facts and findings are those of looking at every line."""
+    _, body = split(DATA / "corpus" / "nccl" / "155-healthy-two-node-h100-hpcx-rdma-plugin.log")
+    bigger = "lccn09:2520136:2520234 [0] NCCL INFO comm 0x5c2e9bbbb3f0 rank 0 nranks 32 cudaDev 0 - Init COMPLETE"
+    lines = body * 4 + [bigger] + body
+    bulk, one_by_one = Engine(automaton=automaton), Engine(automaton=automaton)
+    looked = []
+    real_line = bulk._line
+    bulk._line = lambda st, n, line, c: (looked.append(line), real_line(st, n, line, c))  # type: ignore[method-assign]
+    for i in range(0, len(lines), 300):
+        bulk.feed_text("n", "\n".join(lines[i:i + 300]))
+        one_by_one._feed_lines(one_by_one._node("n"), i, lines[i:i + 300])
+        one_by_one._after_batch()
+    assert [f.to_json() for f in bulk.finish()] == [f.to_json() for f in one_by_one.finish()] == []
+    a, b = bulk.nodes["n"], one_by_one.nodes["n"]
+    for fact in ("hosts", "seen", "version", "transport", "plugin", "nnodes_seen", "comm", "pending"):
+        assert getattr(a, fact) == getattr(b, fact), fact
+    assert a.comm["lccn09"][0] == 32 and a.comm["lccn19"][0] == 16
+    if automaton:
+        assert bigger in looked
+        later = looked[looked.index(bigger) + 1:]  # the last copy of the log: every fact known by then
+        assert not any("via NET/" in x or "Using network" in x or " nranks 16 " in x for x in later), later[:5]

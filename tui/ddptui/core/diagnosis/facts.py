@@ -26,8 +26,12 @@ LOCAL_RANKS = re.compile(r"local_ranks=\[([\d, ]*)\]")  # torchrun's agent, with
 GROUP_WORLD = re.compile(r"\bgroup_world_size=(\d+)")  # torchrun's agent: its --nnodes, with LOGLEVEL=INFO
 COMM_SIZE = re.compile(r"\brank \d+ n[Rr]anks (\d+)\b")  # NCCL's communicator: init and destroy lines
 # a line that holds none of these says no fact (the engine's gate lets every one of them through)
-STATE_LITERALS = ("NCCL version", "Using network", "Using internal Network", "via NET/", "NET/IB : Using [",
-                  "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found",
+# The transport's literals name IB and Socket, not only "via NET/" and "Using network": a net plugin's
+# lines say its own name (HPC-X: `Using network NCCL RDMA Plugin v8`, `via NET/NCCL RDMA Plugin
+# v8/0/GDRDMA`), which NET_DEFINITE does not read, hundreds per init
+STATE_LITERALS = ("NCCL version", "Using network IB", "Using network Socket", "Using internal Network IB",
+                  "Using internal Network Socket", "via NET/IB/", "via NET/Socket/",
+                  "NET/IB : Using [", "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found",
                   "Could not find: libnccl-net", "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=[",
                   "group_world_size=", " nranks ", " nRanks ")
 

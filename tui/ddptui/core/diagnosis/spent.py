@@ -1,8 +1,8 @@
 """Lines that can no longer change anything: NCCL's init chatter, skipped in bulk.
 
-With NCCL_DEBUG=INFO every rank prints its `Channel` and `Ring` lines by the hundred, and each
-holds `via NET/`, one of the facts' literals: the prefilter lets them all through, though only the
-first one per NCCL host says anything (its transport). Likewise a rule that already holds its
+With NCCL_DEBUG=INFO every rank prints its `Channel` and `Ring` lines by the hundred, and those
+between nodes hold `via NET/IB/` or `via NET/Socket/`, the facts' literals: the prefilter lets them
+all through, though only the first one per NCCL host says anything (its transport). Likewise a rule that already holds its
 evidence from a node, and a `requires`/`absent` pattern already seen there, learn nothing from
 the next copy of their line. `SpentLines._spent` tells such a line from the literals the automaton
 says it holds, in a few dictionary lookups instead of `_line`'s patterns; the findings are the same
@@ -12,10 +12,11 @@ as looking at every line (tests/core/test_prefilter.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .bandwidth import ANCHORS as BANDWIDTH_ANCHORS
-from .facts import NCCL_HEAD, STATE_LITERALS, NodeState
+from .facts import COMM_SIZE, NCCL_HEAD, STATE_LITERALS, NodeState
 
 if TYPE_CHECKING:
     from .model import Finding
@@ -26,20 +27,37 @@ Entry = tuple[re.Pattern, int, str]  # pattern, rule (or sign) index, kind: hit 
 _UNSEEN = object()
 
 # A literal that only the facts read, and when its line can tell them nothing new about its key
-# (the node or NCCL host): the fact is taken once (facts.extract_facts) and that key has it.
-FACT_SETTLED = {
-    "via NET/": lambda st, key: (t := st.transport.get(key)) is not None and t[1],  # a definite transport
-    "NCCL version": lambda st, key: key in st.version,
-    "No plugin found": lambda st, key: key in st.plugin,  # "internal" is kept only where nothing is
-    "Could not find: libnccl-net": lambda st, key: key in st.plugin,
-    "Failed to find ncclNetPlugin symbol": lambda st, key: key in st.plugin,
+# (the node or NCCL host): the fact is taken once (facts.extract_facts) and that key has it, or (the
+# communicator's size, the largest a host joined) the line's value is no larger than the one it has.
+
+
+def _definite(st: NodeState, key: str, line: str) -> bool:
+    return (t := st.transport.get(key)) is not None and t[1]
+
+
+def _comm_settled(st: NodeState, key: str, line: str) -> bool:
+    m = COMM_SIZE.search(line)
+    return m is None or ((cur := st.comm.get(key)) is not None and int(m.group(1)) <= cur[0])
+
+
+FACT_SETTLED: dict[str, Callable[[NodeState, str, str], bool]] = {
+    "via NET/IB/": _definite, "via NET/Socket/": _definite,
+    "Using network IB": _definite, "Using network Socket": _definite,
+    "Using internal Network IB": _definite, "Using internal Network Socket": _definite,
+    "NET/IB : Using [": lambda st, key, line: key in st.transport,  # tentative: only where there is none
+    "NCCL version": lambda st, key, line: key in st.version,
+    "No plugin found": lambda st, key, line: key in st.plugin,  # "internal" is kept only where nothing is
+    "Could not find: libnccl-net": lambda st, key, line: key in st.plugin,
+    "Failed to find ncclNetPlugin symbol": lambda st, key, line: key in st.plugin,
+    " nNodes ": lambda st, key, line: key in st.nnodes_seen,
+    " nranks ": _comm_settled, " nRanks ": _comm_settled,
 }
 
 
 def spent_when(literals: list[str], entries_of: list[list[Entry]]) -> list[tuple | None]:
     """Per literal: what must hold on a node for a line holding it to change nothing there any
     more, or None: never (a sign, a resolution and the facts other than the transport count every
-    line). A function of (node state, key): a fact taken once that the key has (FACT_SETTLED); a
+    line). A function of (node state, key, line): a fact the key has (FACT_SETTLED); a
     pattern source (requires, absent): it has been seen on the node (they remember their first
     match); a rule index (a hit): `_hit_spent`."""
     facts = set(STATE_LITERALS) | set(BANDWIDTH_ANCHORS)
@@ -64,7 +82,7 @@ class SpentLines:
 
     def _spent(self, st: NodeState, line: str, held: set[int]) -> bool:
         """Nothing the line's literals feed can change any more on this node (or the NCCL host that
-        printed it). NCCL's init chatter repeats lines whose one use was their first few: `via NET/`
+        printed it). NCCL's init chatter repeats lines whose one use was their first few: `via NET/IB/`
         in every `Channel` line says the transport its host already said; a rule that already holds
         its evidence from this node learns nothing from the next copy. Skipping them in bulk is what
         keeps the engine near the speed of the stream; the findings are the same (test_prefilter)."""
@@ -83,7 +101,7 @@ class SpentLines:
                 elif c.__class__ is str:
                     if c not in st.seen:
                         return False
-                elif not c(st, key):
+                elif not c(st, key, line):
                     return False
         return True
 
