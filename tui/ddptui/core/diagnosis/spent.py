@@ -1,10 +1,10 @@
 """Lines that can no longer change anything: NCCL's init chatter, skipped in bulk.
 
 With NCCL_DEBUG=INFO every rank prints its `Channel` and `Ring` lines by the hundred, and those
-between nodes hold `via NET/IB/` or `via NET/Socket/`, the facts' literals: the prefilter lets them
-all through, though only the first one per NCCL host says anything (its transport). Likewise a rule that already holds its
-evidence from a node, and a `requires`/`absent` pattern already seen there, learn nothing from
-the next copy of their line. `SpentLines._spent` tells such a line from the literals the automaton
+between nodes hold `via NET/IB/` or `via NET/Socket/`, the facts' literals: the prefilter lets
+them all through, though only the first one per NCCL host says anything (its transport). Likewise
+a rule that already holds its evidence from a node, and a `requires`/`absent` pattern already seen
+there, learn nothing from the next copy of their line. `SpentLines._spent` tells such a line from the literals the automaton
 says it holds, in a few dictionary lookups instead of `_line`'s patterns; the findings are the same
 as looking at every line (tests/core/test_prefilter.py).
 """
@@ -56,10 +56,10 @@ FACT_SETTLED: dict[str, Callable[[NodeState, str, str], bool]] = {
 
 def spent_when(literals: list[str], entries_of: list[list[Entry]]) -> list[tuple | None]:
     """Per literal: what must hold on a node for a line holding it to change nothing there any
-    more, or None: never (a sign, a resolution and the facts other than the transport count every
-    line). A function of (node state, key, line): a fact the key has (FACT_SETTLED); a
-    pattern source (requires, absent): it has been seen on the node (they remember their first
-    match); a rule index (a hit): `_hit_spent`."""
+    more, or None: never (a sign, a resolution, and the facts FACT_SETTLED does not name, such as
+    the external plugin, which keeps its latest path). A function of (node state, key, line): a fact
+    the key has (FACT_SETTLED); a pattern source (requires, absent): it has been seen on the node
+    (they remember their first match); a rule index (a hit): `_hit_spent`."""
     facts = set(STATE_LITERALS) | set(BANDWIDTH_ANCHORS)
     out: list[tuple | None] = []
     for lit, entries in zip(literals, entries_of):
