@@ -50,6 +50,9 @@ class Rule:
         object.__setattr__(self, "compiled", tuple(re.compile(p) for p in self.patterns))
 
 
+# NCCL's RAS service (2.24+) warning about itself, not about the job
+NCCL_RAS = r"ras/\w+\.cc:\d+ NCCL WARN Call to bind failed"
+
 RULES: tuple[Rule, ...] = (
     Rule("ib-socket-mismatch", (r"socketFinalizeAccept: wrong type ([34]) != ([34])",),
          summary="socket type {0} met type {1}: NET/IB on one side, NET/Socket on the other"),
@@ -120,8 +123,11 @@ RULES: tuple[Rule, ...] = (
     # the same store timeout while torchrun's agent creates the c10d rendezvous store
     Rule("rendezvous-timeout", (r"connect\(\) timed out\. Original timeout was (\d+) ms",),
          requires=(r"rendezvous/c10d_rendezvous_backend",), summary="the c10d rendezvous store did not answer in {0} ms"),
+    # not NCCL's RAS service (2.24+), whose client socket is one port per host, localhost:28028: the
+    # other processes on the host print `ras/client_support.cc:181 NCCL WARN Call to bind failed:
+    # Address already in use` and run on (corpus 156, a healthy job)
     Rule("port-in-use", (r"failed to bind to \S+ \(errno: 98 - Address already in use\)", r"EADDRINUSE",
-                         r"[Aa]ddress already in use")),
+                         r"^(?!.*" + NCCL_RAS + r").*[Aa]ddress already in use")),
     Rule("master-not-started",
          (r"is not yet listening \(Error: 111 - Connection refused\), retrying",
           r"TCP client failed to connect/validate to host (\S+) - retrying"),
@@ -259,7 +265,7 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # torchrun's agent told to stop (SIGHUP, SIGINT, SIGTERM: by the runner, the user, the scheduler)
     Sign("exception", _EXC_HEAD + r"Exception(?::(?!:)|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
     Sign("exception", r"Test NCCL failure "),  # nccl-tests: an NCCL call returned an error
-    Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+",)),
+    Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+", NCCL_RAS)),
     # NCCL's return-code chain, printed only on the way out of an error (its sources are .cc and .cu).
     # Anchored on ".cc:"/".cu:", not on " -> ": that is in every `Channel 00/0 : 0[0] -> 1[1]` line of
     # NCCL's init chatter, which would then all reach Python
