@@ -4,7 +4,10 @@ facts after every batch, so a fact that a host states in two steps (NCCL's `Load
 then `Plugin Path : PATH`) must not look like a difference between the nodes in between: a finding,
 once raised, stays on the user's screen. Corpus 155 (a healthy 2 x 8 H100 run with HPC-X's plugin)
 raised `net-plugin-mismatch` in 20 of 20 such interleavings before the plugin fact compared like
-with like (rules.plugins_differ)."""
+with like (rules.plugins_differ).
+
+A failing job's log, read the same way, must give what it gives read whole: the user sees the
+finding while the job runs, not only in the report made from the file afterwards."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import pytest
 
 from ddptui.core.diagnosis.engine import Engine
 from ddptui.core.diagnosis.facts import NCCL_HEAD
-from tests.core.test_diagnosis_corpus import GROUPS, HEALTHY, alarms, split
+from tests.core.test_diagnosis_corpus import CONTEXT, GROUPS, HEALTHY, alarms, split
 
 SEEDS = range(12)
 
@@ -45,20 +48,51 @@ def test_the_set_holds_the_logs_it_is_for() -> None:
     assert {"90", "154", "155"} <= set(KEYS), KEYS
 
 
+def streamed(nodes: dict[str, list[str]], seed: int, **context) -> Engine:
+    """The nodes' lines fed in batches of 1 to 60, a node at random each time."""
+    rnd = random.Random(seed)
+    e = Engine(**context)
+    at = dict.fromkeys(nodes, 0)
+    while left := [n for n in nodes if at[n] < len(nodes[n])]:
+        node = rnd.choice(left)
+        k = rnd.choice((1, 2, 3, rnd.randint(1, 60)))
+        e.feed_text(node, "\n".join(nodes[node][at[node]:at[node] + k]))
+        at[node] += k
+    return e
+
+
 @pytest.mark.parametrize("key", KEYS)
 def test_a_healthy_log_streamed_node_by_node_raises_no_alarm(key: str) -> None:
     _, body = split(GROUPS[key][0])
     nodes = by_host(body)
     for seed in SEEDS:
-        rnd = random.Random(seed)
-        e = Engine(expected_nnodes=len(nodes))
-        at = dict.fromkeys(nodes, 0)
-        while left := [n for n in nodes if at[n] < len(nodes[n])]:
-            node = rnd.choice(left)
-            k = rnd.choice((1, 2, 3, rnd.randint(1, 60)))
-            e.feed_text(node, "\n".join(nodes[node][at[node]:at[node] + k]))
-            at[node] += k
-        assert alarms(e.finish()) == [], (key, seed, [(f.id, f.summary) for f in e.finish()])
+        findings = streamed(nodes, seed, expected_nnodes=len(nodes)).finish()
+        assert alarms(findings) == [], (key, seed, [(f.id, f.summary) for f in findings])
+
+
+def failing() -> list[str]:
+    return [key for key, files in sorted(GROUPS.items())
+            if split(files[0])[0]["expected-diagnosis"] != HEALTHY]
+
+
+def nodes_of(files: list) -> dict[str, list[str]]:
+    """A job's nodes: one file per node (`-node0`, `-node1`), or one file's hosts."""
+    if len(files) > 1:
+        return {f.stem: split(f)[1] for f in files}
+    return by_host(split(files[0])[1])
+
+
+@pytest.mark.parametrize("key", failing())
+def test_a_failing_log_streamed_node_by_node_gives_what_it_gives_whole(key: str) -> None:
+    nodes = nodes_of(GROUPS[key])
+    whole = Engine(**CONTEXT.get(key, {}))
+    for node, lines in nodes.items():
+        whole.feed(node, lines)
+    expected = sorted((f.id, f.severity) for f in whole.finish())
+    assert expected, key
+    for seed in range(6):
+        got = sorted((f.id, f.severity) for f in streamed(nodes, seed, **CONTEXT.get(key, {})).finish())
+        assert got == expected, (key, seed)
 
 
 def test_net_plugins_are_compared_like_with_like() -> None:
