@@ -53,3 +53,19 @@ def test_launcher_chatter_is_torchruns_own_info_and_nothing_else() -> None:
     assert [is_launcher_chatter(x) for x in chatter] == [True] * len(chatter)
     assert [is_launcher_chatter(x) for x in kept] == [False] * len(kept)
     assert [line_matches(x, "no launcher INFO") for x in chatter + kept] == [False] * len(chatter) + [True] * len(kept)
+
+
+def test_a_panes_lines_filtered_at_once_are_the_lines_each_filter_keeps() -> None:
+    """`matching` (a pane's 5,000 lines at a filter change) keeps exactly what `line_matches` keeps,
+    line by line, on every log the tests hold and on the edge cases of each filter."""
+    from ddptui.core.logs.classify import matching
+    from tests.conftest import DATA
+
+    lines = [x for f in sorted(DATA.rglob("*.log")) for x in f.read_text(errors="replace").split("\n")]
+    lines += ["", "I", "[default0]:W1201 12:00:00.0 1 a/b.py:1] w", "[default10]:x", "[default1]:E0101 z",
+              f"{AGENT}:553]   master_addr=10.213.0.2", f"{AGENT}:553] FAILED exitcode 1"]
+    assert len(lines) > 4000
+    for flt in filter_cycle(11):
+        want = [x for x in lines if line_matches(x, flt)]
+        assert matching(lines, flt) == want and matching(iter(lines), flt) == want, flt
+    assert matching(lines, "rank 1") != matching(lines, "rank 10")

@@ -141,6 +141,23 @@ async def test_a_pane_shows_each_line_it_holds_as_one_line(tmp_path: Path, runs_
         assert (first, lines) == (1, held)  # what `enter` shows: the lines on screen, whole
 
 
+def test_a_pane_readies_its_lines_at_once_as_it_would_one_by_one() -> None:
+    """A filter change writes a pane's 5,000 lines at once (`as_log_lines`): each line and the width are
+    what `one_line` and the width of each line give, whatever the lines hold."""
+    import random
+
+    from ddptui.ui.widgets.panes import _cells, as_log_lines, one_line
+
+    kinds = ["NCCL INFO Channel 00/0 : 0[0] -> 1[0] via NET/IB/0", "", "\tx\ty", "损失 loss", "a\rb", "p\x0cq",
+             "s\u2028t", "x" * 200, "\x1b[31mred\x1b[0m", "é"]
+    rnd = random.Random(0)
+    for _ in range(500):
+        lines = [rnd.choice(kinds) for _ in range(rnd.randint(0, 12))]
+        want = [one_line(x) for x in lines]
+        assert as_log_lines(lines) == (want, max(map(_cells, want), default=0)), lines
+        assert as_log_lines(iter(lines))[0] == want
+
+
 async def test_a_pane_measures_its_lines_without_a_thread_per_write(tmp_path: Path, runs_dir: Path) -> None:
     """Its width is the widest line's columns (tabs expanded, wide characters two), known as soon as the
     lines are written; no thread is started for it (Textual's Log starts one per write: under a flood

@@ -7,6 +7,7 @@ anything else that wants to sort lines by severity (a report, the CLI) can use t
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # The kinds line_kind returns.
 KINDS = ("warn", "error", "result", "command", "info", "plain")
@@ -82,3 +83,21 @@ def line_matches(line: str, flt: str) -> bool:
     if flt.startswith("rank "):  # torchrun --tee prefixes each line with [default<local_rank>]:
         return line.startswith(f"[default{flt[5:]}]:")
     return True
+
+
+
+def matching(lines: Iterable[str], flt: str) -> list[str]:
+    """The lines that a pane showing filter `flt` keeps, in order: `line_matches` over many lines (a
+    pane's 5,000 when the user changes its filter), the filter chosen once rather than per line."""
+    if flt == "all":
+        return list(lines)
+    if flt == CHATTER:
+        return [x for x in lines if x[:1] != "I" or not is_launcher_chatter(x)]
+    if flt == "NCCL":
+        return [x for x in lines if "NCCL" in x]
+    if flt == "warnings+errors":
+        return [x for x in lines if line_kind(x) in ("warn", "error")]
+    if flt.startswith("rank "):
+        prefix = f"[default{flt[5:]}]:"
+        return [x for x in lines if x.startswith(prefix)]
+    return list(lines)

