@@ -54,7 +54,7 @@ def test_every_rule_and_cross_rule_names_a_catalog_id() -> None:
         assert r.id in CATALOG, r.id
         assert r.severity is None or r.severity in SEVERITIES, r.id
     for cr in CROSS_RULES:
-        assert cr.id in CATALOG and cr.fact in ("version", "transport", "plugin", "nproc", "nnodes", "comm"), cr.id
+        assert cr.id in CATALOG and cr.fact in ("version", "transport", "plugin", "network", "nproc", "nnodes", "comm"), cr.id
 
 
 def test_rules_carry_their_own_words_only_where_a_variant_needs_them() -> None:

@@ -111,3 +111,43 @@ def test_net_plugins_are_compared_like_with_like() -> None:
     assert plugins_differ(seen(("external:NCCL", name), ("external:AWS", name)))
     assert not plugins_differ(seen((sharp, path), (sharp, path)))
     assert not plugins_differ(seen((sharp, path), ("external:NCCL", name)))  # one node's path line not in yet
+
+
+def test_a_host_on_a_net_plugins_network_beside_one_on_sockets_is_a_plugin_mismatch() -> None:
+    """aws-ofi-nccl under NCCL 2.9 names no plugin path, only its network (`Using network AWS
+    Libfabric`, corpus 157): a node where the plugin is missing says `Using network Socket` and the
+    two cannot connect. Real lines of three logs, each host a node, streamed (their `NCCL version`
+    lines left out: the logs come from jobs on different versions, which would be the finding):
+    net-plugin-mismatch, and IB beside Socket stays ib-socket-mismatch's alone."""
+    def host(key: str, name: str | None = None) -> list[str]:
+        hosts = by_host(split(GROUPS[key][0])[1])
+        return [x for x in hosts[name or next(iter(hosts))] if "NCCL version" not in x]
+
+    efa, sockets, ib = host("157", "nccl-tests-efa-16-worker-0"), host("94"), host("148")
+    for seed in SEEDS:
+        found = {f.id: f for f in streamed({"n1": efa, "n2": sockets}, seed).finish()}
+        assert "net-plugin-mismatch" in found and "ib-socket-mismatch" not in found, (seed, sorted(found))
+        assert "AWS Libfabric" in found["net-plugin-mismatch"].summary and "Socket" in found["net-plugin-mismatch"].summary
+        assert sorted(found["net-plugin-mismatch"].nodes) == ["n1", "n2"]
+        ids = {f.id for f in streamed({"n1": ib, "n2": sockets}, seed).finish()}
+        assert "ib-socket-mismatch" in ids and "net-plugin-mismatch" not in ids, (seed, sorted(ids))
+
+
+def test_a_finding_two_cross_rules_can_raise_is_raised_once_not_flipped_each_batch() -> None:
+    """The plugin's path on one node, the internal plugin and sockets on the other: both of
+    net-plugin-mismatch's rules apply. The first one's finding is raised once; the screen is not told
+    of a new one after every batch (each rule's summary replacing the other's)."""
+    from ddptui.core.diagnosis.rules import networks_differ
+
+    changes = []
+    e = Engine(on_change=changes.append)
+    e.feed_text("n1", "h1:1:1 [0] NCCL INFO Plugin Path : /opt/hpcx/lib/libnccl-net.so\n"
+                      "h1:1:1 [0] NCCL INFO Using network IBext")
+    e.feed_text("n2", "h2:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
+                      "h2:1:1 [0] NCCL INFO Using network Socket")
+    for i in range(5):
+        e.feed_text("n1" if i % 2 else "n2", f"h{1 + i % 2}:1:1 [0] NCCL INFO step {i}")
+    assert [f.id for f in changes] == ["net-plugin-mismatch"]
+    assert changes[0].summary.startswith("net plugins differ")
+    seen = {("n1", "h1"): ("IB", 1, ""), ("n2", "h2"): ("Socket", 1, "")}
+    assert not networks_differ(seen) and networks_differ({**seen, ("n3", "h3"): ("IBext", 1, "")})

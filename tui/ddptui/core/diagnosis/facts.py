@@ -18,6 +18,9 @@ NCCL_HEAD = re.compile(r"(?:^|[\s:>\]])([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\
 VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 NET_DEFINITE = re.compile(r"Using (?:network|internal Network) (IB|Socket)\b|via NET/(IB|Socket)/")
 NET_TENTATIVE = re.compile(r"NET/(IB|Socket) : Using \[")
+# the network a host's NCCL uses, whatever its name: its own IB or Socket, or a net plugin's
+# (`Using network AWS Libfabric`, `Using network NCCL RDMA Plugin v8`, `Using network IBext`)
+NETWORK = re.compile(r"Using (?:network|internal Network) ([A-Za-z][\w .+/-]*)")
 PLUGIN_PATH = "Plugin Path : "
 PLUGIN_EXTERNAL = re.compile(PLUGIN_PATH + r"(\S+)|Loaded net plugin (\S+)")
 PLUGIN_INTERNAL = re.compile(r"No plugin found \(libnccl-net\.so\)|Could not find: libnccl-net\.so|Failed to find ncclNetPlugin symbol")
@@ -29,8 +32,7 @@ COMM_SIZE = re.compile(r"\brank \d+ n[Rr]anks (\d+)\b")  # NCCL's communicator: 
 # The transport's literals name IB and Socket, not only "via NET/" and "Using network": a net plugin's
 # lines say its own name (HPC-X: `Using network NCCL RDMA Plugin v8`, `via NET/NCCL RDMA Plugin
 # v8/0/GDRDMA`), which NET_DEFINITE does not read, hundreds per init
-STATE_LITERALS = ("NCCL version", "Using network IB", "Using network Socket", "Using internal Network IB",
-                  "Using internal Network Socket", "via NET/IB/", "via NET/Socket/",
+STATE_LITERALS = ("NCCL version", "Using network ", "Using internal Network ", "via NET/IB/", "via NET/Socket/",
                   "NET/IB : Using [", "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found",
                   "Could not find: libnccl-net", "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=[",
                   "group_world_size=", " nranks ", " nRanks ")
@@ -45,6 +47,7 @@ class NodeState:
     version: dict = field(default_factory=dict)  # host -> (version, line, text)
     transport: dict = field(default_factory=dict)  # host -> (kind, definite, line, text)
     plugin: dict = field(default_factory=dict)  # host -> (value, line, text)
+    network: dict = field(default_factory=dict)  # host -> (the network NCCL uses: IB, Socket, a plugin's, line, text)
     nnodes_seen: dict = field(default_factory=dict)  # host -> (nNodes, nRanks, line, text)
     nproc: dict = field(default_factory=dict)  # node -> (local processes torchrun started here, line, text)
     nnodes: dict = field(default_factory=dict)  # node -> (the nnodes torchrun's agent here was started with, line, text)
@@ -64,6 +67,8 @@ def extract_facts(st: NodeState, key: str, n: int, line: str) -> tuple[int, int]
         st.transport[key] = (m.group(1) or m.group(2), True, n, line.strip())
     elif cur is None and " : Using [" in line and (m := NET_TENTATIVE.search(line)):
         st.transport[key] = (m.group(1), False, n, line.strip())
+    if "sing " in line and key not in st.network and (m := NETWORK.search(line)):
+        st.network[key] = (m.group(1).strip(), n, line.strip())
     if "lugin" in line:
         if m := PLUGIN_EXTERNAL.search(line):
             # a host names its plugin twice, `Loaded net plugin NAME` then `Plugin Path : PATH`: the
@@ -91,7 +96,10 @@ def cross_verdicts(cross_rules: Iterable[CrossRule], nodes: Iterable[NodeState])
     """The cross rules: a per-node fact that differs between the nodes (or the hosts of one log).
     Yields (id, nodes, summary, evidence) for each rule that applies."""
     nodes = list(nodes)
+    raised = set()  # an id two rules can raise is raised by the first that applies (no flip between summaries)
     for cr in cross_rules:
+        if cr.id in raised:
+            continue
         seen = {}  # (node, host) -> (value, line, text)
         for st in nodes:
             for host, val in getattr(st, cr.fact).items():
@@ -101,4 +109,5 @@ def cross_verdicts(cross_rules: Iterable[CrossRule], nodes: Iterable[NodeState])
         names = sorted({node for node, _ in seen})
         if cr.hosts_if_one_node and len(names) == 1:
             names = sorted({host for _, host in seen})
+        raised.add(cr.id)
         yield cr.id, names, cr.summary(seen), [Evidence(node, v[1], v[2]) for (node, _), v in sorted(seen.items())]

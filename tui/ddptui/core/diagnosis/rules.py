@@ -195,6 +195,13 @@ def plugins_differ(seen: Seen) -> bool:
     return ("internal" in by_kind and len(by_kind) > 1) or any(len(values) > 1 for values in by_kind.values())
 
 
+def networks_differ(seen: Seen) -> bool:
+    """Two networks where one is a net plugin's (`AWS Libfabric` beside `Socket`: the plugin is missing,
+    or failed, on some nodes). IB beside Socket is ib-socket-mismatch's, from the transport fact."""
+    names = {value for value, *_ in seen.values()}
+    return len(names) > 1 and not names <= {"IB", "Socket"}
+
+
 def _transports(seen: Seen) -> str:
     ib = sorted({host for (_, host), v in seen.items() if v[0] == "IB"})
     sock = sorted({host for (_, host), v in seen.items() if v[0] == "Socket"})
@@ -233,6 +240,10 @@ CROSS_RULES: tuple[CrossRule, ...] = (
     CrossRule("ranks-not-joined", "nnodes", _nnodes),
     CrossRule("net-plugin-mismatch", "plugin", lambda seen: "net plugins differ: " + _listing(seen),
               applies=plugins_differ),
+    # a log cut to the `Using network` lines, or an NCCL that names no plugin (aws-ofi-nccl under 2.9
+    # says only `Using network AWS Libfabric`): the networks themselves
+    CrossRule("net-plugin-mismatch", "network", lambda seen: "NCCL networks differ: " + _listing(seen),
+              applies=networks_differ),
     # comm: the largest communicator each host joined; several hosts that each joined only one of
     # 1 rank ran as separate jobs (e.g. an mpirun that started a 1-rank world in every container)
     CrossRule("ranks-not-joined", "comm", _separate_comms, hosts_if_one_node=True,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .bandwidth import ANCHORS as BANDWIDTH_ANCHORS
-from .facts import COMM_SIZE, NCCL_HEAD, STATE_LITERALS, NodeState
+from .facts import COMM_SIZE, NCCL_HEAD, NET_DEFINITE, STATE_LITERALS, NodeState
 
 if TYPE_CHECKING:
     from .model import Finding
@@ -35,6 +35,11 @@ def _definite(st: NodeState, key: str, line: str) -> bool:
     return (t := st.transport.get(key)) is not None and t[1]
 
 
+def _network_settled(st: NodeState, key: str, line: str) -> bool:
+    """The host's network is known, and the line's IB or Socket (the transport fact) too."""
+    return key in st.network and (_definite(st, key, line) or NET_DEFINITE.search(line) is None)
+
+
 def _comm_settled(st: NodeState, key: str, line: str) -> bool:
     m = COMM_SIZE.search(line)
     return m is None or ((cur := st.comm.get(key)) is not None and int(m.group(1)) <= cur[0])
@@ -42,8 +47,7 @@ def _comm_settled(st: NodeState, key: str, line: str) -> bool:
 
 FACT_SETTLED: dict[str, Callable[[NodeState, str, str], bool]] = {
     "via NET/IB/": _definite, "via NET/Socket/": _definite,
-    "Using network IB": _definite, "Using network Socket": _definite,
-    "Using internal Network IB": _definite, "Using internal Network Socket": _definite,
+    "Using network ": _network_settled, "Using internal Network ": _network_settled,
     "NET/IB : Using [": lambda st, key, line: key in st.transport,  # tentative: only where there is none
     "NCCL version": lambda st, key, line: key in st.version,
     "No plugin found": lambda st, key, line: key in st.plugin,  # "internal" is kept only where nothing is
