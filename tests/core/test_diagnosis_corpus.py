@@ -179,6 +179,27 @@ def test_healthy_ethernet_only_no_device_found_is_fine() -> None:
     assert e.finish() == []
 
 
+def test_rccls_advice_at_init_is_no_failure_and_never_the_evidence_of_one() -> None:
+    """RCCL prints `NCCL WARN Missing "amd_iommu=on" / "iommu=pt" from kernel command line` and
+    `Missing "HSA_FORCE_FINE_GRAIN_PCIE=1" from environment` from every rank on most AMD machines, and
+    initialises on (its init.cc). Corpus 158 (rccl#1026): its init up to the first real error is no
+    failure; the whole log is one, and its evidence is the proxy's failed Connect, not the advice
+    (which, as a WARN, came first and was what the user was shown)."""
+    _, body = split(GROUPS["158"][0])
+    advice = [x for x in body if 'WARN Missing "' in x]
+    assert len(advice) == 24  # 3 per rank, 8 ranks
+    first_error = next(i for i, x in enumerate(body) if "WARN" in x and 'Missing "' not in x)
+    e = Engine()
+    e.feed("n", body[:first_error])
+    assert e.finish() == []
+    e = Engine()
+    e.feed("n", body)
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure"
+    assert f.evidence and all('Missing "' not in ev.text for ev in f.evidence)
+    assert "Failed to execute operation Connect" in f.evidence[0].text
+
+
 def test_trie_gate_matches_exactly_the_literals() -> None:
     import re
 

@@ -52,6 +52,10 @@ class Rule:
 
 # NCCL's RAS service (2.24+) warning about itself, not about the job
 NCCL_RAS = r"ras/\w+\.cc:\d+ NCCL WARN Call to bind failed"
+# RCCL's advice at init, printed by every rank where /proc/cmdline lacks amd_iommu=on or iommu=pt, or
+# HSA_FORCE_FINE_GRAIN_PCIE is unset (RCCL's init.cc: WARN(...) and init goes on): on most AMD
+# machines, healthy jobs included. It is about the machine, not a failure of the job
+RCCL_ADVICE = r'NCCL WARN Missing "[^"]+" from (?:kernel command line|environment)'
 
 RULES: tuple[Rule, ...] = (
     Rule("ib-socket-mismatch", (r"socketFinalizeAccept: wrong type ([34]) != ([34])",),
@@ -276,7 +280,7 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # torchrun's agent told to stop (SIGHUP, SIGINT, SIGTERM: by the runner, the user, the scheduler)
     Sign("exception", _EXC_HEAD + r"Exception(?::(?!:)|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
     Sign("exception", r"Test NCCL failure "),  # nccl-tests: an NCCL call returned an error
-    Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+", NCCL_RAS)),
+    Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+", NCCL_RAS, RCCL_ADVICE)),
     # NCCL's return-code chain, printed only on the way out of an error (its sources are .cc and .cu).
     # Anchored on ".cc:"/".cu:", not on " -> ": that is in every `Channel 00/0 : 0[0] -> 1[1]` line of
     # NCCL's init chatter, which would then all reach Python
