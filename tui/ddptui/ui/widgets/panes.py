@@ -122,7 +122,6 @@ class NodePane(Vertical):
     NodePane:focus-within { border: round $accent; }
     NodePane > .pane-header { height: 1; padding: 0 1; background: $panel; }
     NodePane > Log { height: 1fr; }
-    NodePane > .pane-note { height: 1; padding: 0 1; color: $text-muted; display: none; }
     NodePane.-collapsed { height: 3; min-height: 3; }
     NodePane.-collapsed > Log { display: none; }
     """
@@ -138,6 +137,7 @@ class NodePane(Vertical):
         self.max_lines = max_lines
         self.total_lines = 0
         self.filter = "all"
+        self.note = ""  # said in the header: a filter that matches nothing
         # the pane's bounded store: what a filter is applied to (the full log is on disk)
         self.buffer: collections.deque[str] = collections.deque(maxlen=max_lines)
         self.stale = False  # the log skipped lines that the buffer has (see write)
@@ -147,7 +147,6 @@ class NodePane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="pane-header")
-        yield Static("", classes="pane-note")
         log = PaneLog(max_lines=self.max_lines, auto_scroll=True, highlight=True)
         log.highlighter = SeverityHighlighter()
         yield log
@@ -162,6 +161,8 @@ class NodePane(Vertical):
         parts: list[tuple[str, str]] = [(state, NODE_STYLE.get(self.state, ""))]
         if self.ranks:
             parts.append((f"ranks {self.ranks}", ""))
+        if self.note:
+            parts.append((self.note, "dim italic"))
         t = Text()
         for i, (text, style) in enumerate(parts):
             if i:
@@ -253,11 +254,12 @@ class NodePane(Vertical):
         self._note("" if shown or flt == "all" or not self.buffer else f"no line matches filter {flt} (v for the next one)")
 
     def _note(self, text: str) -> None:
-        """A dim line over the log (a filter that matches nothing), or none."""
-        note = self.query_one(".pane-note", Static)
-        if str(note.content) != text:  # an update lays the screen out again, even to the same words
-            note.update(text)
-            note.display = bool(text)
+        """A note at the end of the header (a filter that matches nothing), or none. In the header's one
+        line, not a line of its own over the log: showing or hiding that laid the whole screen out
+        again, 15-25 ms more for the key that changed the filter."""
+        if text != self.note:
+            self.note = text
+            self.refresh_header()
 
     def shown_lines(self) -> tuple[int, list[str]]:
         """The lines the pane shows now, unfolded and whole: (1-based number of the first in the pane, lines)."""
