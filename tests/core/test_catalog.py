@@ -24,7 +24,7 @@ from tests.core.test_diagnosis_corpus import split
 CONTRACT = """ib-socket-mismatch net-plugin-mismatch nccl-version-mismatch ib-not-detected ib-device-open-failed
 bad-socket-ifname wrong-interface loopback-hostname hostname-resolution bad-master-addr firewall-or-unreachable
 master-not-started rendezvous-timeout tcpstore-timeout port-in-use missing-rank ranks-not-joined duplicate-rank
-duplicate-gpu nproc-mismatch gpu-count-short cuda-driver-mismatch shm-too-small watchdog-timeout collective-desync
+duplicate-gpu nproc-mismatch gpu-count-short cuda-driver-mismatch fabric-manager-down shm-too-small watchdog-timeout collective-desync
 collective-mismatch segfault-exit-11 host-oom-exit-9 remote-rank-died gid-index ib-completion-error
 ib-async-fatal-event p2p-hang slow-interconnect unrecognized-failure""".split()
 CORPUS = DATA / "corpus" / "nccl"
@@ -36,7 +36,7 @@ def body(name: str) -> list[str]:
 
 # ---- the catalog itself -------------------------------------------------------------------------
 def test_every_contract_id_has_exactly_one_cause() -> None:
-    assert len(CONTRACT) == len(set(CONTRACT)) == 35
+    assert len(CONTRACT) == len(set(CONTRACT)) == 36
     ids = [c.id for c in catalog._CAUSES]
     assert sorted(ids) == sorted(CONTRACT)  # each once: a second definition would show up twice here
     assert set(CATALOG) == set(CONTRACT) and all(CATALOG[i].id == i for i in CATALOG)

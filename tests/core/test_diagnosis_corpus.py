@@ -191,7 +191,8 @@ def test_rccls_advice_at_init_is_no_failure_and_never_the_evidence_of_one() -> N
     first_error = next(i for i, x in enumerate(body) if "WARN" in x and 'Missing "' not in x)
     e = Engine()
     e.feed("n", body[:first_error])
-    assert e.finish() == []
+    cut = e.finish()  # an init cut mid-connect may look like a P2P hang (a warning), never like a failure
+    assert [f.id for f in cut if f.severity == "error"] == []
     e = Engine()
     e.feed("n", body)
     (f,) = e.finish()

@@ -170,6 +170,14 @@ _CAUSES = (
           "The NVIDIA driver on this node is older than the CUDA runtime that torch/NCCL was built with.",
           _manual("upgrade the driver, or install a torch build for the CUDA version the driver supports "
                   "(nvidia-smi shows it)")),
+    Cause("fabric-manager-down", "error", "CUDA is not ready: the NVSwitch Fabric Manager is not running",
+          "CUDA error 802, 'system not yet initialized': on NVSwitch machines (HGX/DGX A100, H100, H200, B200) CUDA "
+          "starts only once NVIDIA's Fabric Manager has set the NVSwitch fabric up, and on this node it is not "
+          "installed, not running, or of another version than the driver. Every GPU there fails at its first CUDA "
+          "call (torch: no GPU available); the other nodes wait for its ranks.",
+          _manual("on that node, install nvidia-fabricmanager of exactly the driver's version (nvidia-smi's Driver "
+                  "Version) and start it: systemctl enable --now nvidia-fabricmanager; nvidia-smi -q then shows "
+                  "the Fabric State as Completed")),
     Cause("shm-too-small", "error", "/dev/shm is too small",
           "/dev/shm is too small for NCCL's shared-memory buffers and DataLoader workers (Docker's default is "
           "64 MiB): they fail with 'No space left on device' or a bus error.",
@@ -214,10 +222,12 @@ _CAUSES = (
           "The HCA raised a fatal asynchronous event: a queue pair failed.",
           _manual("check the HCA firmware and driver; update them to the same versions on every node")),
     Cause("p2p-hang", "warning", "GPU peer-to-peer transfers hang",
-          "GPU peer-to-peer transfers over PCIe hang on some consumer GPUs and platforms (IOMMU/ACS): init "
-          "succeeds, then the first collective never finishes.",
+          "GPU peer-to-peer transfers over PCIe hang on some GPUs and platforms (an IOMMU not in pass-through, "
+          "PCIe ACS): init stops while it connects the GPUs, or it completes and the first collective never "
+          "finishes.",
           _env({"NCCL_P2P_DISABLE": "1"}, "NCCL_P2P_DISABLE=1 routes intra-node traffic through host memory "
-                                           "(slower, but it completes)")),
+                                           "(slower, but it completes); the lasting fix is the platform's: iommu=pt "
+                                           "on the kernel command line, ACS off")),
     Cause("slow-interconnect", "warning", "inter-node bandwidth is far below the link's",
           "Collectives complete, but the bandwidth between the nodes is far below what the link can carry: NCCL "
           "fell back to TCP sockets, uses a slow interface, or the fabric is degraded.",

@@ -52,10 +52,15 @@ class Rule:
 
 # NCCL's RAS service (2.24+) warning about itself, not about the job
 NCCL_RAS = r"ras/\w+\.cc:\d+ NCCL WARN Call to bind failed"
-# RCCL's advice at init, printed by every rank where /proc/cmdline lacks amd_iommu=on or iommu=pt, or
-# HSA_FORCE_FINE_GRAIN_PCIE is unset (RCCL's init.cc: WARN(...) and init goes on): on most AMD
-# machines, healthy jobs included. It is about the machine, not a failure of the job
-RCCL_ADVICE = r'NCCL WARN Missing "[^"]+" from (?:kernel command line|environment)'
+# RCCL's advice at init, printed by every rank where /proc/cmdline lacks amd_iommu=on or iommu=pt,
+# HSA_FORCE_FINE_GRAIN_PCIE is unset, or the kernel balances NUMA (RCCL's init.cc: WARN(...) and init
+# goes on), or (2.30) AMD SMI is not asked for: on most AMD machines, healthy jobs included (corpus
+# 161, 165, 169, 170). It is about the machine, not a failure of the job
+_RCCL_ADVICE = (r'Missing "[^"]+" from (?:kernel command line|environment)|NUMA auto balancing enabled'
+                r"|RCCL_USE_AMD_SMI_LIB not set")  # 2.30: "... Rerun with RCCL_USE_AMD_SMI_LIB=1 to enable ..."
+RCCL_ADVICE = r"NCCL WARN (?:" + _RCCL_ADVICE + ")"
+# a WARN that says the job went wrong: not the libraries NCCL looks for and lacks, nor RCCL's advice
+_WARN_OF_A_FAILURE = r" WARN (?!Failed to open lib|" + _RCCL_ADVICE + ")"
 
 RULES: tuple[Rule, ...] = (
     Rule("ib-socket-mismatch", (r"socketFinalizeAccept: wrong type ([34]) != ([34])",),
@@ -100,6 +105,8 @@ RULES: tuple[Rule, ...] = (
          requires=(r"any network address of \(\d+\.\d+\.\d+\.\d+, \d+\)",),
          summary="connecting to the name {0} instead of the address"),
     Rule("cuda-driver-mismatch", (r"CUDA driver version is insufficient for CUDA runtime version",)),
+    # cudaErrorSystemNotReady (802), as nccl-tests, torch's C++ and its Python warning word it
+    Rule("fabric-manager-down", (r"system not yet initialized", r"CUDA_ERROR_SYSTEM_NOT_READY|cudaErrorSystemNotReady")),
     Rule("shm-too-small", (r"failed to extend /dev/shm\S* to \d+ bytes", r"posix_fallocate failed : No space left on device",
                            r"Error while creating shared memory segment", r"insufficient shared memory \(shm\)")),
     Rule("watchdog-timeout", (r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)",),
@@ -175,7 +182,12 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu-count-short", (r"invalid device ordinal", r"no CUDA-capable device is detected")),
     # a silent hang: not where init completed, nor where NCCL itself reported an error (that is the cause)
     Rule("p2p-hang", (r"via P2P/IPC",),
-         at_end=True, absent=(r"Init COMPLETE", r"ncclCommInitRank comm .* - Init COMPLETE", r" WARN (?!Failed to open lib)")),
+         at_end=True, absent=(r"Init COMPLETE", r"ncclCommInitRank comm .* - Init COMPLETE", _WARN_OF_A_FAILURE)),
+    # RCCL said the IOMMU is not in pass-through, and init stopped once it had the GPUs' channels (the
+    # P2P connection is next): ROCm/rccl#1129, two MI100s, "Now, the RCCL test works!" with iommu=pt
+    Rule("p2p-hang", (r'WARN Missing "iommu=pt" from kernel command line',), requires=(r"P2P Chunksize set to",),
+         at_end=True, absent=(r"Init COMPLETE", _WARN_OF_A_FAILURE),
+         summary='init stopped connecting the GPUs, and RCCL warned that "iommu=pt" is missing from the kernel command line'),
 )
 
 
@@ -279,7 +291,7 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("exception", _EXC_HEAD + r"Error(?::(?!:)|$)"),
     # torchrun's agent told to stop (SIGHUP, SIGINT, SIGTERM: by the runner, the user, the scheduler)
     Sign("exception", _EXC_HEAD + r"Exception(?::(?!:)|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
-    Sign("exception", r"Test NCCL failure "),  # nccl-tests: an NCCL call returned an error
+    Sign("exception", r"Test (?:NCCL|CUDA) failure "),  # nccl-tests: an NCCL or CUDA call returned an error
     Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+", NCCL_RAS, RCCL_ADVICE)),
     # NCCL's return-code chain, printed only on the way out of an error (its sources are .cc and .cu).
     # Anchored on ".cc:"/".cu:", not on " -> ": that is in every `Channel 00/0 : 0[0] -> 1[1]` line of
@@ -287,6 +299,7 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("warn", r"(?:\.cc:|\.cu:)\d+ -> (\d+)"),
     Sign("exit", r"exitcode\s*:?\s*(-?\d+)", ok_values=("0",)),
     Sign("exit", r"returned non-zero exit status (\d+)"),
+    Sign("exit", r"^\s*Exit code:\s+(-?\d+)\s*$", ok_values=("0",)),  # mpirun: "  Exit code:    2"
     Sign("exit", r"(?:[Ee]xited with exit code|exits with return code =) (-?\d+)", ok_values=("0",)),  # srun, DeepSpeed
     Sign("exit", r"died with <Signals\.SIG\w+: \d+>"),
     Sign("exit", r"(?:Segmentation fault|Aborted \(core dumped\)|Bus error)"),
