@@ -13,6 +13,7 @@ from tests.conftest import DATA
 DOUBLES = DATA / "doubles"
 GPU = str(DOUBLES / "gpu-v100x2")
 GPU_IB = f"{DOUBLES / 'gpu-v100x2'}:{DOUBLES / 'ib-active'}"
+GPU_FABRIC_DOWN = f"{DOUBLES / 'fabric-in-progress'}:{DOUBLES / 'gpu-v100x2'}"
 
 NODES = ["node02", "node03", "node04"]
 
@@ -39,6 +40,7 @@ def cluster():
         NodeOpts("iba", extra_path=GPU_IB),  # test doubles: 2 GPUs and an ACTIVE IB port
         NodeOpts("ibb", extra_path=GPU_IB, setenv={"NCCL_IB_DISABLE": "1"}),  # ...but its shell disables IB
         NodeOpts("dummyib", extra_path=GPU, dummy_ifaces=(("ib0", "192.168.77.2/24"),)),  # NCCL would pick ib0
+        NodeOpts("nvsw", extra_path=GPU_FABRIC_DOWN),  # test doubles: 2 GPUs, an NVSwitch fabric not set up
     ]
     cl = up(specs)
     cl.drop_port("dead", 22)

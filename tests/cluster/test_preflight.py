@@ -142,6 +142,26 @@ def test_ib_disabled_in_one_nodes_shell_only(cluster: Cluster, ssh_env: Path, tm
     assert rc == 1 and failed == {("iba", "backend"), ("ibb", "backend")}
 
 
+def test_a_node_whose_nvswitch_fabric_is_not_set_up(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                    runs_dir: Path) -> None:
+    """On NVSwitch machines CUDA starts only once the Fabric Manager has set the fabric up; until then
+    every CUDA call fails with error 802. The check reads each GPU's Fabric block of `nvidia-smi -q`
+    (on nvsw: the recorded In Progress block of NVIDIA/gpu-operator#2511) and says so before launch;
+    gpua's nvidia-smi has no fabric to report, and nothing is said of it."""
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["gpua", "nvsw"], port=29553, backend="nccl"), runs_dir)
+    assert rc == 1
+    (f,) = [f for f in rep["findings"] if f["id"] == "fabric-manager-down"]
+    assert f["nodes"] == ["nvsw"] and "State In Progress, Status N/A" in f["summary"]
+    assert f["severity"] == "error" and "nvidia-fabricmanager" in f["fix"]["explain"]
+    assert f["evidence"][0]["text"] == "State In Progress, Status N/A" and "nvidia-smi -q" in f["evidence"][0]["command"]
+    checks = {(n["name"], c["id"]): c for n in rep["nodes"] for c in n["checks"]}
+    assert checks[("nvsw", "fabric")]["status"] == "fail" and "error 802" in checks[("nvsw", "fabric")]["summary"]
+    assert ("gpua", "fabric") not in checks and checks[("nvsw", "gpus")]["status"] == "pass"
+    nvsw = next(n for n in rep["nodes"] if n["name"] == "nvsw")["facts"]
+    assert nvsw["fabric"] == [{"gpu": "?", "state": "In Progress", "status": "N/A"}]
+    assert "fabric" not in next(n for n in rep["nodes"] if n["name"] == "gpua")["facts"]
+
+
 def test_wrong_interface_when_nccl_would_pick_ib0(cluster: Cluster, ssh_env: Path, tmp_path: Path,
                                                   runs_dir: Path) -> None:
     rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["gpua", "dummyib"], port=29548, backend="nccl"), runs_dir)

@@ -147,3 +147,51 @@ def test_the_process_holding_a_port_is_read_from_ss():
     line = 'LISTEN 0 128 0.0.0.0:29500 0.0.0.0:* users:(("python3",pid=4242,fd=3))'
     assert port_holder(line) == ("python3", 4242)
     assert port_holder("LISTEN 0 128 0.0.0.0:29500 0.0.0.0:*") is None and port_holder(None) is None
+
+
+def fabric_of(name: str) -> list[F.Fabric]:
+    """What the probe's own `fabric` command (nvidia-smi -q through its awk) keeps of a recorded -q."""
+    import subprocess
+
+    from ddptui.core.checks.probe import probe_commands
+
+    cmd = dict(probe_commands(None, 29500, True, False))["fabric"]
+    assert cmd.startswith("nvidia-smi -q | ")
+    kept = subprocess.run(["sh", "-c", cmd.split(" | ", 1)[1]], input=body(name), capture_output=True, text=True,
+                          check=True).stdout
+    assert len(kept.splitlines()) <= 4 * max(1, body(name).count("\nGPU "))  # the GPU lines and Fabric blocks only
+    return F.parse_fabric(kept)
+
+
+def test_nvswitch_fabric_of_a_ready_hgx_node():
+    fabric = fabric_of("08-q-8xh100-hgx-fabric-completed.txt")
+    assert [f.gpu for f in fabric][:2] == ["00000000:19:00.0", "00000000:3B:00.0"] and len(fabric) == 8
+    assert all(f.applies and f.ready and (f.state, f.status) == ("Completed", "Success") for f in fabric)
+
+
+def test_nvswitch_fabric_not_set_up_or_failed():
+    (stuck,) = fabric_of("09-q-fabric-in-progress-gpu-operator-2511.txt")
+    assert (stuck.gpu, stuck.state, stuck.status) == ("?", "In Progress", "N/A") and stuck.applies and not stuck.ready
+    (failed,) = fabric_of("10-q-fabric-completed-insufficient-resources-azhpc-506.txt")
+    assert (failed.state, failed.status) == ("Completed", "Insufficient Resources") and not failed.ready
+
+
+def test_a_pcie_gpu_has_no_fabric_to_judge():
+    (a10,) = fabric_of("11-q-a10-pcie-fabric-na.txt")
+    assert (a10.gpu, a10.state, a10.status) == ("00000000:07:00.0", "N/A", "N/A") and not a10.applies
+    assert F.parse_fabric("sh: 1: nvidia-smi: not found\nnvidia-smi test double: unsupported arguments: -q") == []
+
+
+def test_the_fabric_verdict_fails_an_nccl_job_and_warns_a_gloo_one():
+    from ddptui.core.checks import judge
+
+    ready = F.NodeFacts(fabric=fabric_of("08-q-8xh100-hgx-fabric-completed.txt"))
+    assert judge.fabric("hgx1", ready, "nccl") == ("pass", "NVSwitch fabric ready on 8 GPUs (State Completed, Status Success)", [])
+    assert judge.fabric("a10", F.NodeFacts(fabric=fabric_of("11-q-a10-pcie-fabric-na.txt")), "nccl") is None
+    failed = F.NodeFacts(fabric=fabric_of("10-q-fabric-completed-insufficient-resources-azhpc-506.txt"))
+    status, summary, (f,) = judge.fabric("hgx2", failed, "nccl")
+    assert status == "fail" and "error 802" in summary and "Status Insufficient Resources" in summary
+    assert (f.id, f.severity, f.nodes) == ("fabric-manager-down", "error", ["hgx2"])
+    assert f.evidence[0].text == "State Completed, Status Insufficient Resources"
+    status, _, (f,) = judge.fabric("hgx2", failed, "gloo")
+    assert (status, f.severity) == ("warn", "warning")

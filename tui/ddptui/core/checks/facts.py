@@ -253,6 +253,44 @@ def parse_ibv_devinfo(text: str) -> list[IBPort]:
     return out
 
 
+@dataclass(frozen=True)
+class Fabric:
+    """One GPU's `Fabric` block of `nvidia-smi -q`: its State (Not Supported, Not Started, In Progress,
+    Completed, or N/A) and Status (Success, N/A, or what went wrong, e.g. Insufficient Resources)."""
+
+    gpu: str  # the bus id of `nvidia-smi -q`'s `GPU 00000000:19:00.0` line ("?" where the block came alone)
+    state: str
+    status: str
+
+    @property
+    def applies(self) -> bool:
+        """A GPU behind NVSwitches: one without a fabric says N/A (or Not Supported)."""
+        return self.state not in ("", "N/A", "Not Supported")
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "Completed" and self.status in ("Success", "N/A")
+
+
+def parse_fabric(text: str) -> list[Fabric]:
+    """The `GPU <bus id>` lines and each `Fabric` block (its State and Status) of `nvidia-smi -q`;
+    any other line (an error, a shell's `not found`) is ignored."""
+    out: list[Fabric] = []
+    gpu, block = "?", None
+    for line in text.splitlines():
+        if line.startswith("GPU ") and line[4:].strip():
+            gpu, block = line[4:].strip(), None
+            continue
+        key, sep, value = (x.strip() for x in line.partition(":"))
+        if not sep and key == "Fabric":
+            block = {"State": "", "Status": ""}
+            out.append(Fabric(gpu, "", ""))
+        elif block is not None and sep and key in block and not block[key]:
+            block[key] = value
+            out[-1] = Fabric(gpu, block["State"], block["Status"])
+    return out
+
+
 def parse_shm(text: str) -> int | None:
     """`df -Pk /dev/shm` -> size in MiB."""
     lines = text.strip().splitlines()
@@ -279,6 +317,7 @@ class NodeFacts:
     cuda_driver: str | None = None
     ib_devices: list[IBPort] = field(default_factory=list)
     shm_mib: int | None = None
+    fabric: list[Fabric] = field(default_factory=list)  # each GPU's NVSwitch fabric (nvidia-smi -q)
     shell_env: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # shell's, with the playbook's on top
     software: dict = field(default_factory=dict)
@@ -297,7 +336,10 @@ class NodeFacts:
             "gpus": [g.to_json() for g in self.gpus], "gpu_processes": self.gpu_processes,
             "ib_devices": [p.to_json() for p in self.ib_devices], "predicted_transport": self.predicted_transport,
             "transport_reason": self.transport_reason, "nccl_interface": self.nccl_interface,
-            "gloo_interface": self.gloo_interface, "shm_mib": self.shm_mib, "env": self.env,
+            "gloo_interface": self.gloo_interface, "shm_mib": self.shm_mib,
+            **({"fabric": [{"gpu": f.gpu, "state": f.state, "status": f.status} for f in self.fabric]}
+               if any(f.applies for f in self.fabric) else {}),
+            "env": self.env,
             "shell_env": self.shell_env, "software": self.software,
             **({"slurm": self.slurm} if self.slurm is not None else {}),
         }

@@ -68,6 +68,28 @@ def interfaces(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> li
     return out
 
 
+def fabric(node: str, nf: F.NodeFacts, backend: str | None) -> tuple[str, str, list[Finding]] | None:
+    """GPUs behind NVSwitches: CUDA starts only once the Fabric Manager has set the fabric up (State
+    Completed, Status Success); before, every CUDA call fails with error 802, 'system not yet
+    initialized'. (check status, summary, findings), or None where no GPU has a fabric. A failure for
+    an nccl job; for gloo (CPU tensors) a warning: that job fails only if it uses CUDA."""
+    fabric = [f for f in nf.fabric if f.applies]
+    if not fabric:
+        return None
+    bad = [f for f in fabric if not f.ready]
+    states = ", ".join(sorted({f"State {f.state}, Status {f.status}" for f in bad or fabric}))
+    if not bad:
+        return "pass", f"NVSwitch fabric ready on {len(fabric)} GPUs ({states})", []
+    nccl = backend == "nccl"
+    cmd, out = nf.evidence.get("fabric", ("", ""))
+    gpu = next((x.strip() for x in out.splitlines() if x.startswith("GPU ") and bad[0].gpu in x), "")
+    line = f"{gpu}: State {bad[0].state}, Status {bad[0].status}".lstrip(": ")
+    found = finding("fabric-manager-down", [node], f"{node}: the NVSwitch fabric is not ready on {len(bad)} of "
+                    f"{len(fabric)} GPUs ({states})", [Evidence(node, 0, line, cmd)], severity=None if nccl else "warning")
+    return ("fail" if nccl else "warn"), (f"NVSwitch fabric not ready on {len(bad)} of {len(fabric)} GPUs ({states}): "
+                                         "CUDA fails with error 802 until it is"), [found]
+
+
 def env_verdict(node: str, nf: F.NodeFacts, playbook_env: dict[str, str], findings: list[Finding]) -> tuple[str, str]:
     """The env check's (status, summary) on a node: ✗ (or ! for a warning) when a finding on it fixes a
     variable its env sets to another value (GLOO_SOCKET_IFNAME=eth9: bad-socket-ifname), so the env

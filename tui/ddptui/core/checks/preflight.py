@@ -149,6 +149,7 @@ class Preflight:
                 nf.cuda_driver = F.parse_nvidia_smi_table(table.output).cuda
             apps = sec.get("gpu-apps")
             nf.gpu_processes = [l.strip() for l in apps.output.splitlines() if l.strip()] if apps and apps.ok else []
+            nf.fabric = F.parse_fabric(sec["fabric"].output) if "fabric" in sec else []
         # InfiniBand / RoCE
         ports = F.parse_ib_sysfs(sec["ib-sysfs"].output) if "ib-sysfs" in sec else []
         ib_ev = ev("ib-sysfs")
@@ -275,6 +276,9 @@ class Preflight:
                         "gpu-count-short", [n], f"{n}: {len(nf.gpus)} GPUs, nproc_per_node is {t.nproc}",
                         [Evidence(n, 0, out.splitlines()[-1] if out else "", cmd)],
                         fix=Fix(scope="manual", explain=f"set nproc_per_node to {len(nf.gpus)} for {n}")))
+            if (verdict := judge.fabric(n, nf, backend)) is not None:
+                self._check(CheckResult(n, "fabric", *verdict[:2], *nf.evidence.get("fabric", ("", ""))))
+                self.result.findings += verdict[2]
             for v in judge_software(probe_view(nf.software), backend, t.nproc):
                 if v.check == "backend" and backend == "nccl" and not nf.nvidia_smi:
                     continue  # already said by the gpus check

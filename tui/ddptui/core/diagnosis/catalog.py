@@ -170,11 +170,12 @@ _CAUSES = (
           "The NVIDIA driver on this node is older than the CUDA runtime that torch/NCCL was built with.",
           _manual("upgrade the driver, or install a torch build for the CUDA version the driver supports "
                   "(nvidia-smi shows it)")),
-    Cause("fabric-manager-down", "error", "CUDA is not ready: the NVSwitch Fabric Manager is not running",
+    Cause("fabric-manager-down", "error", "CUDA is not ready: the NVSwitch fabric is not set up (Fabric Manager)",
           "CUDA error 802, 'system not yet initialized': on NVSwitch machines (HGX/DGX A100, H100, H200, B200) CUDA "
-          "starts only once NVIDIA's Fabric Manager has set the NVSwitch fabric up, and on this node it is not "
-          "installed, not running, or of another version than the driver. Every GPU there fails at its first CUDA "
-          "call (torch: no GPU available); the other nodes wait for its ranks.",
+          "starts only once NVIDIA's Fabric Manager has set the NVSwitch fabric up (nvidia-smi -q: Fabric State "
+          "Completed, Status Success), and on this node it is not installed, not running, or of another version "
+          "than the driver. Every GPU there fails at its first CUDA call (torch: no GPU available); the other nodes "
+          "wait for its ranks.",
           _manual("on that node, install nvidia-fabricmanager of exactly the driver's version (nvidia-smi's Driver "
                   "Version) and start it: systemctl enable --now nvidia-fabricmanager; nvidia-smi -q then shows "
                   "the Fabric State as Completed")),
