@@ -99,3 +99,22 @@ def test_a_cross_rule_over_the_hosts_of_one_log_explains_that_log() -> None:
                       "[1,1]<stderr>:hostB:1:1 [0] misc/socket.cc:50 NCCL WARN Net : Connection closed by remote peer",
                       "[1,1]<stderr>:RuntimeError: NCCL communicator was aborted"])
     assert [(f.id, f.nodes) for f in e.finish()] == [("nccl-version-mismatch", ["hostA", "hostB"])]
+
+
+def test_nccls_return_code_chain_at_teardown_is_no_failure() -> None:
+    """A healthy job whose communicators are aborted at exit prints NCCL's return-code chain at INFO,
+    then `Abort COMPLETE` (seen on a 2-node EFA torchrun run that had printed its success lines; the
+    lines here are made up in that form). A real error prints its WARN at the same level: that is the
+    sign, and the chain after it adds nothing."""
+    teardown = ["[Rank 0] Training job finished successfully!",
+                "hostA:7070:11027 [0] NCCL INFO misc/socket.cc:47 -> 3",
+                "hostA:7070:11027 [0] NCCL INFO misc/socket.cc:781 -> 3",
+                "hostA:7070:11027 [0] NCCL INFO comm 0x6063 rank 1 nranks 2 cudaDev 0 busId 1e0 - Abort COMPLETE"]
+    e = Engine()
+    e.feed("node02", teardown)
+    assert e.finish() == []
+    e = Engine()
+    e.feed("node02", teardown[:1] + ["hostA:7070:11027 [0] misc/socket.cc:50 NCCL WARN Net : Connection closed by remote peer"]
+           + teardown[1:])
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure" and "Connection closed by remote peer" in f.evidence[0].text
