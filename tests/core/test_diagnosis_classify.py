@@ -14,7 +14,9 @@ from ddptui.core.diagnosis.engine import Engine
     ("255.255.0.0", "not-a-host"), ("::ffff:255.255.0.0", "not-a-host"), ("0.104.99.143", "not-a-host"),
     ("6841231", "not-a-host"), ("0.0.0.0", "not-a-host"), ("[::]", "not-a-host"), ("224.0.0.1", "not-a-host"),
     ("10.0.0.4", "host"), ("192.168.0.1", "host"), ("fe80::1%eth0", "host"),
-    ("master-0", "name"), ("localhost", "name"), (None, "name"),
+    ("master-0", "name"), ("localhost", "name"), ("gpu_node.cluster", "name"), (None, "name"),
+    # text given where a host name belongs: a path (what a shell startup file printed), a shell word, host:port
+    ("/root/cuda11.8.bashrc", "not-a-host"), ("$MASTER_ADDR", "not-a-host"), ("node1:29500", "not-a-host"),
 ])
 def test_address_kind(addr, kind) -> None:
     assert C.address_kind(addr) == kind
@@ -100,6 +102,11 @@ def ids(lines: list[str]) -> set[str]:
     ("h:1:2 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : local catastrophic error",
      "ib-async-fatal-event"),
     ("RuntimeError: Address already in use", "port-in-use"),
+    # c10d's lookup of a master address that is a path (corpus 179, huggingface/accelerate#2245, pdsh's prefix)
+    ("9.91.4.251: [W socket.cpp:601] [c10d] The IPv6 network addresses of (/root/cuda11.8.bashrc, 45458) cannot be "
+     "retrieved (gai error: -3 - Temporary failure in name resolution).", "bad-master-addr"),
+    ("[W socket.cpp:601] [c10d] The IPv6 network addresses of (master-0, 29500) cannot be retrieved (gai error: -3 - "
+     "Temporary failure in name resolution).", "hostname-resolution"),
 ])
 def test_rules_decide_by_meaning_across_formats(line, fid) -> None:
     assert ids([line]) == {fid}
@@ -114,3 +121,25 @@ def test_every_pattern_keeps_a_literal_anchor_for_the_gate() -> None:
     """No rule, requirement or failure sign may see every line: the engine is on every line's path."""
     e = Engine()
     assert [p.pattern for p, _, _ in e._always] == []
+
+
+def test_the_store_barrier_is_a_missing_rank_only_when_fewer_ranks_came() -> None:
+    """c10d's store-based barrier prints (world_size, worker_count). Fewer workers than the world:
+    ranks are missing. More (yolov5#4409: 16 for a world of 4; submitit#1613, corpus 176: 16 of 8,
+    after a preemption): the barrier's key was counted by more processes than the job has, which is
+    no missing rank; the engine said "16 of 8 ranks reached the barrier"."""
+    fewer = ("INFO:root:Waiting in store based barrier to initialize process group for rank: 5, key: "
+             "store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)")
+    more = ("Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 "
+            "(world_size=4, worker_count=16, timeout=0:01:00)")
+    timed_out = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+                 "store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)")
+    e = Engine()
+    e.feed("n", [fewer])
+    (f,) = e.finish()
+    assert (f.id, f.summary) == ("missing-rank", "n: 7 of 8 ranks reached the barrier")
+    assert ids([more]) == set()
+    e = Engine()
+    e.feed("n", [more, timed_out])
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure" and "worker_count=16" in f.evidence[0].text

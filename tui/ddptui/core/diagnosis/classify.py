@@ -10,6 +10,7 @@ None (the line says nothing decisive; another rule or `unrecognized-failure` spe
 from __future__ import annotations
 
 import ipaddress
+import re
 import signal
 
 # The errnos a connect or a transfer fails with, by number and by strerror text (Linux).
@@ -35,9 +36,15 @@ def errno_of(text: str | None) -> int | None:
     return None
 
 
+# what a host name is made of (RFC 1123 letters, digits, hyphens and dots; underscores, which some
+# container and cloud names hold); anything else (a path, a shell word, "host:port") names no host
+_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
 def address_kind(addr: str | None) -> str:
-    """'loopback', 'not-a-host' (a netmask, broadcast, multicast, 0.x, ::), 'host' (a usable IP
-    address) or 'name' (a host name: nothing to say about it here)."""
+    """'loopback', 'not-a-host' (a netmask, broadcast, multicast, 0.x, ::, or text that cannot be a
+    host name, such as a path), 'host' (a usable IP address) or 'name' (a host name: nothing to say
+    about it here)."""
     if not addr:
         return "name"
     a = addr.strip("[]")
@@ -49,7 +56,7 @@ def address_kind(addr: str | None) -> str:
     try:
         ip = ipaddress.ip_address(a)
     except ValueError:
-        return "name"
+        return "name" if _HOST_NAME.fullmatch(a) else "not-a-host"
     if ip.is_loopback:
         return "loopback"
     if ip.is_unspecified or ip.is_multicast or ip.is_reserved or (ip.version == 4 and ip.packed[0] == 0):
@@ -140,8 +147,24 @@ def decide_gai(groups: tuple) -> tuple[str, str] | None:
         code = int(err)
     except (TypeError, ValueError):
         return None
+    if address_kind(host) == "not-a-host":  # what was given as the master address is no host name
+        return "bad-master-addr", f"the master address {host!r} is not a host name or an address (port {_port})"
     if code == EAI_AGAIN or family == "IPv4":
         return "hostname-resolution", f"the host name {host} does not resolve (getaddrinfo error {code})"
+    return None
+
+
+def decide_store_barrier(groups: tuple) -> tuple[str, str] | None:
+    """(world_size, worker_count) of c10d's store-based barrier (waiting, or timed out). Fewer
+    workers than the world: ranks are missing. More: the barrier's key was counted by other
+    processes too (a store shared by two launches, or kept from an earlier attempt), not a missing
+    rank; the line alone does not say which."""
+    try:
+        world, count = int(groups[0]), int(groups[1])
+    except (TypeError, ValueError, IndexError):
+        return None
+    if count < world:
+        return "missing-rank", f"{count} of {world} ranks reached the barrier"
     return None
 
 

@@ -173,7 +173,7 @@ RULES: tuple[Rule, ...] = (
     Rule("missing-rank", (r"waiting for clients\. (\d+)/(\d+) clients joined",),
          summary="{0} of {1} nodes joined the master's store"),
     Rule("missing-rank", (r"store based barrier .*\(world_size=(\d+), worker_count=(\d+)",),
-         summary="{1} of {0} ranks reached the barrier"),
+         decide=C.decide_store_barrier),
     Rule("gid-index", (r"NET/IB : Got completion with error 12, opcode",)),
     Rule("ib-completion-error", (r"NET/IB : Got completion from peer \S+ with (?:status=|error )(\d+)",),
          summary="RDMA completion error {0}"),
