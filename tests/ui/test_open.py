@@ -247,6 +247,10 @@ async def test_the_shipped_sample_opens(tmp_path: Path) -> None:
         await pilot.pause(0.2)
         s = app.screen
         assert isinstance(s, BundleScreen) and s.note == "" and len(s.pb.nodes) == 2
+        # one frame timer and one tick: the playbook screen's on_mount ran once (Textual calls a base
+        # class' handler itself; calling it again from the subclass doubled both timers)
+        assert [sum(t._callback == cb for t in s._timers) for cb in (s._frame, s._tick)] == [1, 1]
+        assert app.sub_title == f"{s.pb.name} — read-only"
         assert [f.id for f in s.findings] == ["ib-socket-mismatch"]
         assert all(str(s.pane_grid.pane(n).state) == "exited" for n in ("node02", "node03"))
         await pilot.press("0", "full_stop")

@@ -64,8 +64,7 @@ class AttachScreen(ReadOnlyActions, PlaybookScreen):
         attachment.sink = self.bridge.push
         self._thread = threading.Thread(target=self._follow, name="ddptui-attach", daemon=True)
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def on_mount(self) -> None:  # Textual calls PlaybookScreen.on_mount after this one
         self.app.sub_title = self.sub_title = f"slurm job {self.attachment.job_id} — attached, read-only"
         banner = Text.assemble((" READ-ONLY ", "bold black on yellow"), " ",
                                (f"slurm job {self.attachment.job_id}", "bold"),

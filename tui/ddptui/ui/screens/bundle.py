@@ -70,8 +70,7 @@ class BundleScreen(ReadOnlyActions, PlaybookScreen):
         self.saved_playbooks: list[Path] = []
 
     # ---- layout ----------------------------------------------------------------------------------
-    def on_mount(self) -> None:
-        super().on_mount()
+    def on_mount(self) -> None:  # Textual calls PlaybookScreen.on_mount after this one
         self.app.sub_title = self.sub_title = f"{self.pb.name} — read-only"
         banner = Text.assemble((" READ-ONLY ", "bold black on yellow"), " ", (headline(self.bundle, run_id=False), "bold"))
         if self.note:

@@ -96,7 +96,9 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
         yield KeysFooter(show_command_palette=False)  # ctrl+p is in `?`: the keys get the width
 
     def on_mount(self) -> None:
-        self.app.sub_title = self.pb.name
+        """Textual calls this for a subclass' screen too, after the subclass' own `on_mount` (which
+        must not call it again: that made a second 30-a-second frame timer and a second tick)."""
+        self.app.sub_title = self.sub_title or self.pb.name  # a read-only screen's own words
         self.query_one("#find", Input).display = False
         self.query_one(StepTable).focus()
         self.set_interval(1 / 30, self._frame)
