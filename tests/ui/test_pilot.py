@@ -279,3 +279,25 @@ def test_the_playbook_screen_draws_before_the_runbook_is_imported(tmp_path: Path
     r = subprocess.run([sys.executable, "-c", FIRST_FRAME, str(write_pb(tmp_path)), str(runs_dir)],
                        capture_output=True, text=True, timeout=120)
     assert "before a step: False" in r.stdout and "after one: passed" in r.stdout, r.stdout + r.stderr
+
+
+async def test_the_playbook_screen_freezes_the_heap_once_drawn_and_thaws_it_when_it_goes(tmp_path: Path,
+                                                                                        runs_dir: Path) -> None:
+    """The objects alive once the run screen is drawn (Textual's, Rich's, its widgets) are left out of
+    Python's full collections while it shows (the pauses a key waited out under a flood:
+    bench.tui_flood); they are handed back when the screen goes, or a screen's cycles would stay."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    app = DdptuiApp(playbook=write_pb(tmp_path), runs_dir=runs_dir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(100):  # once the screen is drawn
+            await pilot.pause(0.05)
+            if gc.get_freeze_count():
+                break
+        assert isinstance(app.screen, PlaybookScreen)
+        assert gc.get_freeze_count() > 10_000
+        await pilot.press("n")  # a step runs: the app works as before
+        await settle(app, pilot)
+        assert app.screen.runbook.states["one"] == "passed"
+    assert gc.get_freeze_count() == 0
