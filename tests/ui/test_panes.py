@@ -187,3 +187,54 @@ async def test_a_pane_measures_its_lines_without_a_thread_per_write(tmp_path: Pa
         assert started == []
         pane.write([wide + "z" * 10], 1)
         assert pane.log.virtual_size.width == len(wide) + 2 + 10  # its 2 wide characters count 2 columns
+
+
+async def test_lines_and_filters_change_a_pane_without_laying_the_screen_out(tmp_path: Path,
+                                                                             runs_dir: Path) -> None:
+    """Lines written to a pane, and a filter, change only that pane: its scrollbar's thumb follows
+    the lines it holds and the newest line stays in view, without a layout of the whole screen,
+    which Textual made for every change of a log's virtual size (a filter change is a clear and a
+    refill: a layout a key, 20 ms of a `v` here)."""
+    pb = tmp_path / "panes.yaml"
+    pb.write_text(PB)
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.pause(0.1)
+        pane = screen.pane_grid.pane("alpha")
+        log = pane.log
+        layouts = []
+        real = screen._refresh_layout
+        screen._refresh_layout = lambda *a, **k: (layouts.append(1), real(*a, **k))[1]
+        await pilot.pause(0.5)  # the screen's own start (its footer, its tabs) laid out
+        layouts.clear()
+
+        def bottom_row() -> str:
+            return log.render_line(log.scrollable_content_region.height - 1).text.rstrip()
+
+        def write(lines: list[str]) -> None:
+            pane.write(lines, len(lines))
+
+        write([f"[default0]:step {i}" for i in range(5)])
+        await pilot.pause(0.1)
+        assert log.vertical_scrollbar.window_virtual_size == 5 and log.max_scroll_y == 0
+        write([f"[default0]:step {i}" for i in range(5, 200)] + ["[default1]:RuntimeError: boom"])
+        await pilot.pause(0.1)
+        assert log.vertical_scrollbar.window_virtual_size == log.line_count == 201
+        assert bottom_row() == "[default1]:RuntimeError: boom"  # following the tail
+        write([f"[default0]:step {i}" for i in range(200, 300)])
+        await pilot.pause(0.1)
+        assert log.vertical_scrollbar.window_virtual_size == 301
+        assert bottom_row() == "[default0]:step 299" and log.scroll_offset.y == log.max_scroll_y > 0
+        pane.set_filter("warnings+errors")
+        await pilot.pause(0.1)
+        assert list(log.lines) == ["[default1]:RuntimeError: boom"] and log.max_scroll_y == 0
+        assert log.render_line(0).text.rstrip() == "[default1]:RuntimeError: boom"
+        assert log.vertical_scrollbar.window_virtual_size == 1
+        pane.set_filter("rank 0")
+        await pilot.pause(0.1)
+        assert log.vertical_scrollbar.window_virtual_size == 300 and bottom_row() == "[default0]:step 299"
+        pane.set_filter("all")
+        await pilot.pause(0.1)
+        assert log.vertical_scrollbar.window_virtual_size == 301 and bottom_row() == "[default0]:step 299"
+        assert layouts == []

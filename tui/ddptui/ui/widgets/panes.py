@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Log, Static
 
@@ -96,6 +97,19 @@ class PaneLog(Log):
     `_update_size` is private: textual is pinned, and if it went this would only be unused.)"""
 
     _widest = 0  # the columns of the widest line of the write in progress (as_log_lines)
+
+    # Textual lays the whole screen out again whenever a widget's virtual size changes (the
+    # reactive is `layout=True`): every write that adds lines to a log not yet full, and every
+    # filter change (cleared, then refilled), cost a layout of the screen. A log's virtual size
+    # moves nothing else, only its scrollbars: they are updated here, and the screen is laid out
+    # only when a scrollbar comes or goes (the log's content region changes then).
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0))
+
+    def watch_virtual_size(self, size: Size) -> None:
+        shown = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+        self._scroll_update(size)
+        if (self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != shown:
+            self.refresh(layout=True)
 
     def write_lines(self, lines: Iterable[str], scroll_end: bool | None = None) -> PaneLog:
         lines, self._widest = as_log_lines(lines)
