@@ -1,4 +1,4 @@
-"""At 100×30, the smallest supported size, the Findings and Checks tables show every column whole
+"""At 100×30, the smallest supported size, the step list, the Findings and Checks tables show every column whole
 (nothing to scroll sideways to) and a selected cell still shows its own evidence."""
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ async def test_findings_and_checks_fit_100_columns(tmp_path: Path) -> None:
         screen = app.screen
         scenes.finished(screen.bridge.push)
         await pilot.pause(0.2)
+        steps = screen.query_one("#steps", DataTable)  # the narrow rail holds the step table whole: no scrollbar
+        assert steps.virtual_size.width <= steps.scrollable_content_region.width and not steps.show_horizontal_scrollbar
         await pilot.press("4")
         await pilot.pause(0.1)
         table = screen.query_one("#findings", DataTable)
