@@ -103,18 +103,19 @@ def test_a_cross_rule_over_the_hosts_of_one_log_explains_that_log() -> None:
 
 def test_nccls_return_code_chain_at_teardown_is_no_failure() -> None:
     """A healthy job whose communicators are aborted at exit prints NCCL's return-code chain at INFO,
-    then `Abort COMPLETE` (seen on a 2-node EFA torchrun run that had printed its success lines; the
-    lines here are made up in that form). A real error prints its WARN at the same level: that is the
-    sign, and the chain after it adds nothing."""
-    teardown = ["[Rank 0] Training job finished successfully!",
-                "hostA:7070:11027 [0] NCCL INFO misc/socket.cc:47 -> 3",
-                "hostA:7070:11027 [0] NCCL INFO misc/socket.cc:781 -> 3",
-                "hostA:7070:11027 [0] NCCL INFO comm 0x6063 rank 1 nranks 2 cudaDev 0 busId 1e0 - Abort COMPLETE"]
+    then `Abort COMPLETE`: rank 28's teardown in a passing 4-node EFA BERT run under mpirun
+    (https://github.com/aws/aws-k8s-tester/pull/524, its "Testing" log, recorded lines). A real error
+    prints its WARN at the same level: that is the sign, and the chain after it adds nothing (the WARN
+    here is corpus 158's, recorded from ROCm/rccl#1026)."""
+    teardown = ["[1,28]<stdout>:bert-training-worker-3:25:584 [4] NCCL INFO proxy.cc:996 -> 3",
+                "[1,28]<stdout>:bert-training-worker-3:25:668 [0] NCCL INFO comm 0x55f18f7772c0 rank 28 nranks 32 "
+                "cudaDev 4 busId 97000 - Abort COMPLETE"]
     e = Engine()
-    e.feed("node02", teardown)
+    e.feed("worker-3", teardown)
     assert e.finish() == []
+    warn = next(x for x in split(CORPUS / "158-rccl-two-node-mi250x-socket-connect-closed-amd-iommu-warns.log")[1]
+                if "NCCL WARN socketProgress: Connection closed by remote peer" in x)
     e = Engine()
-    e.feed("node02", teardown[:1] + ["hostA:7070:11027 [0] misc/socket.cc:50 NCCL WARN Net : Connection closed by remote peer"]
-           + teardown[1:])
+    e.feed("worker-3", [warn] + teardown)
     (f,) = e.finish()
-    assert f.id == "unrecognized-failure" and "Connection closed by remote peer" in f.evidence[0].text
+    assert f.id == "unrecognized-failure" and f.evidence[0].text == warn.strip()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -276,18 +276,17 @@ def parse_fabric(text: str) -> list[Fabric]:
     """The `GPU <bus id>` lines and each `Fabric` block (its State and Status) of `nvidia-smi -q`;
     any other line (an error, a shell's `not found`) is ignored."""
     out: list[Fabric] = []
-    gpu, block = "?", None
+    gpu, in_block = "?", False
     for line in text.splitlines():
         if line.startswith("GPU ") and line[4:].strip():
-            gpu, block = line[4:].strip(), None
+            gpu, in_block = line[4:].strip(), False
             continue
         key, sep, value = (x.strip() for x in line.partition(":"))
         if not sep and key == "Fabric":
-            block = {"State": "", "Status": ""}
+            in_block = True
             out.append(Fabric(gpu, "", ""))
-        elif block is not None and sep and key in block and not block[key]:
-            block[key] = value
-            out[-1] = Fabric(gpu, block["State"], block["Status"])
+        elif in_block and sep and key in ("State", "Status") and not getattr(out[-1], key.lower()):
+            out[-1] = replace(out[-1], **{key.lower(): value})  # the block's first State and Status
     return out
 
 

@@ -81,9 +81,9 @@ def fabric(node: str, nf: F.NodeFacts, backend: str | None) -> tuple[str, str, l
     if not bad:
         return "pass", f"NVSwitch fabric ready on {len(fabric)} GPUs ({states})", []
     nccl = backend == "nccl"
-    cmd, out = nf.evidence.get("fabric", ("", ""))
-    gpu = next((x.strip() for x in out.splitlines() if x.startswith("GPU ") and bad[0].gpu in x), "")
-    line = f"{gpu}: State {bad[0].state}, Status {bad[0].status}".lstrip(": ")
+    cmd, _ = nf.evidence.get("fabric", ("", ""))
+    first = bad[0]
+    line = ("" if first.gpu == "?" else f"GPU {first.gpu}: ") + f"State {first.state}, Status {first.status}"
     found = finding("fabric-manager-down", [node], f"{node}: the NVSwitch fabric is not ready on {len(bad)} of "
                     f"{len(fabric)} GPUs ({states})", [Evidence(node, 0, line, cmd)], severity=None if nccl else "warning")
     return ("fail" if nccl else "warn"), (f"NVSwitch fabric not ready on {len(bad)} of {len(fabric)} GPUs ({states}): "

@@ -142,13 +142,13 @@ EAI_AGAIN = -3
 
 def decide_gai(groups: tuple) -> tuple[str, str] | None:
     """(address family, host name, port, gai error) of c10d's lookup of a host name."""
-    family, host, _port, err = groups[:4]
+    family, host, port, err = groups[:4]
     try:
         code = int(err)
     except (TypeError, ValueError):
         return None
     if address_kind(host) == "not-a-host":  # what was given as the master address is no host name
-        return "bad-master-addr", f"the master address {host!r} is not a host name or an address (port {_port})"
+        return "bad-master-addr", f"the master address {host!r} is not a host name or an address (port {port})"
     if code == EAI_AGAIN or family == "IPv4":
         return "hostname-resolution", f"the host name {host} does not resolve (getaddrinfo error {code})"
     return None
@@ -159,10 +159,7 @@ def decide_store_barrier(groups: tuple) -> tuple[str, str] | None:
     workers than the world: ranks are missing. More: the barrier's key was counted by other
     processes too (a store shared by two launches, or kept from an earlier attempt), not a missing
     rank; the line alone does not say which."""
-    try:
-        world, count = int(groups[0]), int(groups[1])
-    except (TypeError, ValueError, IndexError):
-        return None
+    world, count = int(groups[0]), int(groups[1])  # the rule's two (\d+)
     if count < world:
         return "missing-rank", f"{count} of {world} ranks reached the barrier"
     return None

@@ -108,19 +108,18 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
             self.query_one(StepTable).select(self.start_step)
         if self.run_all_at_start:
             self.action_run_all()
+        # gc.freeze, once the screen is drawn: Python's full (generation 2) collection walks every
+        # object that lives in a cycle, and Textual, Rich and the screen's widgets are ~120,000 of them;
+        # under a flood the frames' strips and segments filled the younger generations fast enough for a
+        # full collection every few seconds, each 60-200 ms of the UI thread that a key pressed then
+        # waited out (measured with gc.callbacks in bench.tui_flood's TUI, 4 x 1M lines). Frozen, those
+        # objects are skipped (a full collection took 5-15 ms); what is made later is collected as
+        # before, and reference counting frees a frozen object as ever: only a frozen cycle that turns
+        # to garbage waits, until `on_unmount` thaws them all.
         self.call_after_refresh(gc.freeze)
 
     def on_unmount(self) -> None:
         gc.unfreeze()
-
-    # Why gc.freeze, once the screen is drawn: Python's full (generation 2) collection walks every
-    # object that lives in a cycle, and Textual, Rich and the screen's widgets are ~120,000 of them;
-    # under a flood the frames' strips and segments filled the younger generations fast enough for a
-    # full collection every few seconds, each 60-200 ms of the UI thread that a key pressed then
-    # waited out (measured with gc.callbacks in bench.tui_flood's TUI, 4 x 1M lines). Frozen, those
-    # objects are skipped (a full collection took 5-15 ms); what is made later is collected as
-    # before, and reference counting frees a frozen object as ever: only a frozen cycle that turns
-    # to garbage waits, until `on_unmount` thaws them all.
 
     # ---- the parts ----------------------------------------------------------------------------------
     @property
