@@ -119,3 +119,29 @@ def test_nccls_return_code_chain_at_teardown_is_no_failure() -> None:
     e.feed("worker-3", [warn] + teardown)
     (f,) = e.finish()
     assert f.id == "unrecognized-failure" and f.evidence[0].text == warn.strip()
+
+
+def test_aws_ofi_nccls_close_with_requests_in_flight_at_teardown_is_no_failure() -> None:
+    """aws-ofi-nccl before 1.16 WARNs when NCCL's abort at exit closes a communicator with requests in
+    flight, and NCCL's proxy goes on to `Abort COMPLETE`: rank 16's teardown in the same passing run
+    (https://github.com/aws/aws-k8s-tester/pull/524, recorded lines). A real WARN in the same log
+    is still the failure's sign (corpus 158's, as above)."""
+    teardown = [
+        "[1,16]<stdout>:bert-training-worker-2:21:585 [0] recv_close:3201 NCCL WARN NET/OFI Attempt to call "
+        "recv_close with outstanding requests!",
+        "[1,16]<stdout>:bert-training-worker-2:21:585 [0] NCCL INFO transport/net.cc:1015 -> 3",
+        "[1,16]<stdout>:bert-training-worker-2:21:585 [0] NCCL INFO proxy.cc:984 -> 3",
+        "[1,16]<stdout>:bert-training-worker-2:21:585 [0] NCCL INFO proxy.cc:996 -> 3",
+        "[1,16]<stdout>:bert-training-worker-2:21:666 [0] NCCL INFO comm 0x5585418196c0 rank 16 nranks 32 "
+        "cudaDev 0 busId 53000 - Abort COMPLETE",
+    ]
+    e = Engine()
+    e.feed("worker-2", teardown)
+    assert e.finish() == []
+    warn = next(x for x in split(CORPUS / "158-rccl-two-node-mi250x-socket-connect-closed-amd-iommu-warns.log")[1]
+                if "NCCL WARN socketProgress: Connection closed by remote peer" in x)
+    e = Engine()
+    e.feed("worker-2", [warn] + teardown)
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure" and [x.text for x in f.evidence] == [warn.strip()]
+
