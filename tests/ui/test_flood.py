@@ -5,6 +5,7 @@ and every line is on disk. Three local "nodes" run a real torchrun each (static 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -60,7 +61,20 @@ steps: [launch-master, wait-master, launch-workers, watch]
         later = [p.total_lines for p in panes]
         assert all(b > a for a, b in zip(mid, later)), (mid, later)  # the key was answered mid-flood
         await pilot.press("1")
-        await pilot.press("v")  # a filter mid-flood: the panes draw the flood's newest lines that match
+        # a filter mid-flood: the panes draw the flood's newest lines that match; while the key is
+        # answered the nodes' readers wait (input first): their batches stop reaching the bridge
+        cycle, queued = screen.action_cycle_filter, []
+
+        def watched_cycle() -> None:
+            time.sleep(0.05)  # a reader that had passed the gate when the key came in hands its batch on
+            queued.append(len(screen.bridge._q))
+            time.sleep(0.1)  # an unheld reader hands on several batches meanwhile
+            queued.append(len(screen.bridge._q))
+            cycle()
+
+        screen.action_cycle_filter = watched_cycle
+        await pilot.press("v")
+        assert len(queued) == 2 and queued[1] == queued[0], queued
         flt = panes[0].filter
         assert flt != "all" and all(p.filter == flt for p in panes)
         stop.touch()

@@ -10,12 +10,16 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeVar
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 
 from ..core.paths import examples_dir, user_playbooks_dir
 from ..core.transport.settings import SSHSettings
+from .bridge import InputFirst
 from .screens.picker import PickerScreen
 
 # Start-up: only what the first screen (the picker) needs is imported here; the playbook screen
@@ -59,8 +63,36 @@ class DdptuiApp(App):
         self.bundle = bundle  # a recorded run to show read-only (`ddptui open`), instead of a playbook
         self.attach = attach  # a Slurm job to follow read-only (`ddptui attach`): its attachment and nodes
         self.left_running: dict[str, dict] = {}  # node -> {pid, pgid, log}, printed after the TUI closes
+        self.input_first = InputFirst()  # the nodes' readers wait while a key is answered (bridge.py)
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal, which also holds the readers as soon as its input
+        thread has read a key (bridge.InputFirst): before the key waits its turn on the UI thread."""
+        base = super().get_driver_class()
+
+        class InputFirstDriver(base):  # type: ignore[valid-type,misc]
+            def process_message(self, message: Message) -> None:  # Textual's input thread
+                if type(message) is events.Key:
+                    self._app.input_first.hold()
+                super().process_message(message)
+
+        return InputFirstDriver
+
+    def post_message(self, message: Message) -> bool:
+        """A key that did not come through that driver (a test's Pilot) holds the readers as it
+        enters the app's queue (a key that did holds them again, which changes nothing)."""
+        if type(message) is events.Key:
+            self.input_first.hold()
+        return super().post_message(message)
+
+    def on_key(self, event: events.Key) -> None:
+        """The key has come through the focused widgets; App._on_key (its bindings, the action)
+        runs next: the readers go on once what it changed is drawn. A key that a widget keeps never
+        comes here, and its hold ends after InputFirst.most."""
+        self.call_after_refresh(self.input_first.release)
 
     def on_mount(self) -> None:
+        self.input_first.ui_thread = threading.get_ident()
         if self.bundle is not None:
             self.open_bundle(self.bundle)
         elif self.attach is not None:

@@ -101,6 +101,7 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
         must not call it again: that made a second 30-a-second frame timer and a second tick)."""
         self.app.sub_title = self.sub_title or self.pb.name  # a read-only screen's own words
         self.query_one("#find", Input).display = False
+        self.bridge.gate = self.app.input_first  # the readers wait while a key is answered
         self.query_one(StepTable).focus()
         self.set_interval(1 / 30, self._frame)
         self.set_interval(1.0, self._tick)
