@@ -124,3 +124,28 @@ async def test_a_key_holds_the_readers_until_its_effect_is_drawn(tmp_path: Path,
                 break
         assert pane.total_lines == sent[0]  # nothing a reader pushed was lost
         assert pane.filter == "NCCL"
+
+
+async def test_a_key_that_a_widget_keeps_releases_the_readers_once_drawn(tmp_path: Path, runs_dir: Path) -> None:
+    """Characters typed into the find box never reach the app's bindings: the readers go on once the
+    screen shows them, not after the hold's limit (made 60 s here, so that waiting it out would show)."""
+    pb = tmp_path / "input-first.yaml"
+    pb.write_text(PB)
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        app.input_first.most = 60
+        await pilot.press("slash")
+        find = screen.query_one("#find")
+        assert find.display and app.focused is find
+        await pilot.press("N", "C", "C", "L")
+        assert find.value == "NCCL"
+        reader = pushed_in_thread(screen.bridge, batch(0, 5))
+        reader.join(10)
+        assert not reader.is_alive()  # released: the batch went on
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if screen.query_one(NodePane).total_lines == 5:
+                break
+        assert screen.query_one(NodePane).total_lines == 5
+

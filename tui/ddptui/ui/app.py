@@ -85,10 +85,24 @@ class DdptuiApp(App):
             self.input_first.hold()
         return super().post_message(message)
 
+    async def on_event(self, event: events.Event) -> None:
+        """A key as it comes in: Textual hands it to the focused widget. One that a widget keeps (a
+        character typed into an input) never reaches `on_key`: the readers go on once the screen
+        shows it. One the widgets pass on comes back to the app for its bindings (`post_message`
+        holds the readers again on the way, `on_key` releases them)."""
+        arriving = type(event) is events.Key and not event.is_forwarded  # forwarding marks it
+        await super().on_event(event)
+        if arriving:
+            self.call_after_refresh(self._key_kept, event)
+
+    def _key_kept(self, event: events.Key) -> None:
+        # Message.stop() sets it (Textual 8.2.8, pinned; test_input_first types into the find box)
+        if event._stop_propagation:
+            self.input_first.release()
+
     def on_key(self, event: events.Key) -> None:
         """The key has come through the focused widgets; App._on_key (its bindings, the action)
-        runs next: the readers go on once what it changed is drawn. A key that a widget keeps never
-        comes here, and its hold ends after InputFirst.most."""
+        runs next: the readers go on once what it changed is drawn."""
         self.call_after_refresh(self.input_first.release)
 
     def on_mount(self) -> None:
