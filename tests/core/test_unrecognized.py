@@ -101,24 +101,29 @@ def test_a_cross_rule_over_the_hosts_of_one_log_explains_that_log() -> None:
     assert [(f.id, f.nodes) for f in e.finish()] == [("nccl-version-mismatch", ["hostA", "hostB"])]
 
 
+def assert_a_teardown_is_no_failure_but_a_real_warn_before_it_is(node: str, teardown: list[str]) -> None:
+    e = Engine()
+    e.feed(node, teardown)
+    assert e.finish() == []
+    warn = next(x for x in split(CORPUS / "158-rccl-two-node-mi250x-socket-connect-closed-amd-iommu-warns.log")[1]
+                if "NCCL WARN socketProgress: Connection closed by remote peer" in x)
+    e = Engine()
+    e.feed(node, [warn] + teardown)
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure" and [x.text for x in f.evidence] == [warn.strip()]
+
+
 def test_nccls_return_code_chain_at_teardown_is_no_failure() -> None:
     """A healthy job whose communicators are aborted at exit prints NCCL's return-code chain at INFO,
     then `Abort COMPLETE`: rank 28's teardown in a passing 4-node EFA BERT run under mpirun
     (https://github.com/aws/aws-k8s-tester/pull/524, its "Testing" log, recorded lines). A real error
     prints its WARN at the same level: that is the sign, and the chain after it adds nothing (the WARN
     here is corpus 158's, recorded from ROCm/rccl#1026)."""
-    teardown = ["[1,28]<stdout>:bert-training-worker-3:25:584 [4] NCCL INFO proxy.cc:996 -> 3",
-                "[1,28]<stdout>:bert-training-worker-3:25:668 [0] NCCL INFO comm 0x55f18f7772c0 rank 28 nranks 32 "
-                "cudaDev 4 busId 97000 - Abort COMPLETE"]
-    e = Engine()
-    e.feed("worker-3", teardown)
-    assert e.finish() == []
-    warn = next(x for x in split(CORPUS / "158-rccl-two-node-mi250x-socket-connect-closed-amd-iommu-warns.log")[1]
-                if "NCCL WARN socketProgress: Connection closed by remote peer" in x)
-    e = Engine()
-    e.feed("worker-3", [warn] + teardown)
-    (f,) = e.finish()
-    assert f.id == "unrecognized-failure" and f.evidence[0].text == warn.strip()
+    assert_a_teardown_is_no_failure_but_a_real_warn_before_it_is("worker-3", [
+        "[1,28]<stdout>:bert-training-worker-3:25:584 [4] NCCL INFO proxy.cc:996 -> 3",
+        "[1,28]<stdout>:bert-training-worker-3:25:668 [0] NCCL INFO comm 0x55f18f7772c0 rank 28 nranks 32 "
+        "cudaDev 4 busId 97000 - Abort COMPLETE",
+    ])
 
 
 def test_aws_ofi_nccls_close_with_requests_in_flight_at_teardown_is_no_failure() -> None:
@@ -126,7 +131,7 @@ def test_aws_ofi_nccls_close_with_requests_in_flight_at_teardown_is_no_failure()
     flight, and NCCL's proxy goes on to `Abort COMPLETE`: rank 16's teardown in the same passing run
     (https://github.com/aws/aws-k8s-tester/pull/524, recorded lines). A real WARN in the same log
     is still the failure's sign (corpus 158's, as above)."""
-    teardown = [
+    assert_a_teardown_is_no_failure_but_a_real_warn_before_it_is("worker-2", [
         "[1,16]<stdout>:bert-training-worker-2:21:585 [0] recv_close:3201 NCCL WARN NET/OFI Attempt to call "
         "recv_close with outstanding requests!",
         "[1,16]<stdout>:bert-training-worker-2:21:585 [0] NCCL INFO transport/net.cc:1015 -> 3",
@@ -134,14 +139,4 @@ def test_aws_ofi_nccls_close_with_requests_in_flight_at_teardown_is_no_failure()
         "[1,16]<stdout>:bert-training-worker-2:21:585 [0] NCCL INFO proxy.cc:996 -> 3",
         "[1,16]<stdout>:bert-training-worker-2:21:666 [0] NCCL INFO comm 0x5585418196c0 rank 16 nranks 32 "
         "cudaDev 0 busId 53000 - Abort COMPLETE",
-    ]
-    e = Engine()
-    e.feed("worker-2", teardown)
-    assert e.finish() == []
-    warn = next(x for x in split(CORPUS / "158-rccl-two-node-mi250x-socket-connect-closed-amd-iommu-warns.log")[1]
-                if "NCCL WARN socketProgress: Connection closed by remote peer" in x)
-    e = Engine()
-    e.feed("worker-2", [warn] + teardown)
-    (f,) = e.finish()
-    assert f.id == "unrecognized-failure" and [x.text for x in f.evidence] == [warn.strip()]
-
+    ])

@@ -34,10 +34,15 @@ def pushed_in_thread(bridge: EventBridge, ev) -> threading.Thread:
     return t
 
 
-def test_a_reader_waits_out_a_hold_until_it_is_released():
-    gate = InputFirst(most=60)
-    bridge = EventBridge(100, gate)
+def held(most: float) -> tuple[InputFirst, EventBridge]:
+    """A bridge whose gate a key has just closed."""
+    gate = InputFirst(most=most)
     gate.hold()
+    return gate, EventBridge(100, gate)
+
+
+def test_a_reader_waits_out_a_hold_until_it_is_released():
+    gate, bridge = held(60)
     reader = pushed_in_thread(bridge, batch(0, 3))
     reader.join(0.3)
     assert reader.is_alive() and not bridge.pending  # held: the batch waits with its reader
@@ -48,10 +53,8 @@ def test_a_reader_waits_out_a_hold_until_it_is_released():
 
 
 def test_a_hold_that_nobody_releases_ends_by_itself():
-    """A key that never reaches the point that releases (a widget kept it): the readers go on after `most`."""
-    gate = InputFirst(most=0.2)
-    bridge = EventBridge(100, gate)
-    gate.hold()
+    """A key whose release never comes (its screen closed under it): the readers go on after `most`."""
+    _, bridge = held(0.2)
     reader = pushed_in_thread(bridge, batch(0, 1))
     reader.join(30)
     assert not reader.is_alive() and bridge.pending
@@ -61,9 +64,7 @@ def test_a_hold_that_nobody_releases_ends_by_itself():
 
 
 def test_the_ui_thread_and_events_other_than_lines_never_wait():
-    gate = InputFirst(most=60)
-    bridge = EventBridge(100, gate)
-    gate.hold()
+    gate, bridge = held(60)
     notice = pushed_in_thread(bridge, Notice("warning", "a node's state"))  # not a reader's lines
     notice.join(30)
     assert not notice.is_alive()
