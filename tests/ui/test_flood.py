@@ -42,42 +42,44 @@ steps: [launch-master, wait-master, launch-workers, watch]
     proc = psutil.Process()
     app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, PlaybookScreen)
-        rss0 = proc.memory_info().rss
-        await pilot.press("a")
-        panes = list(screen.query(NodePane))
-        # wait until the flood is under way on every node, then press a key in the middle of it
-        for _ in range(1200):
-            await pilot.pause(0.05)
-            if all(p.total_lines > 20_000 for p in panes):
-                break
-        streaming = [p.total_lines for p in panes]
-        assert all(n > 20_000 for n in streaming), streaming
-        await pilot.press("3")
-        assert screen.query_one(TabbedContent).active == "tab-checks"
-        mid = [p.total_lines for p in panes]
-        await pilot.pause(0.5)
-        later = [p.total_lines for p in panes]
-        assert all(b > a for a, b in zip(mid, later)), (mid, later)  # the key was answered mid-flood
-        await pilot.press("1")
-        # a filter mid-flood: the panes draw the flood's newest lines that match; while the key is
-        # answered the nodes' readers wait (input first): their batches stop reaching the bridge
-        cycle, queued = screen.action_cycle_filter, []
+        try:  # a failed assertion mid-flood must still end the floods, or they fill the disk
+            screen = app.screen
+            assert isinstance(screen, PlaybookScreen)
+            rss0 = proc.memory_info().rss
+            await pilot.press("a")
+            panes = list(screen.query(NodePane))
+            # wait until the flood is under way on every node, then press a key in the middle of it
+            for _ in range(1200):
+                await pilot.pause(0.05)
+                if all(p.total_lines > 20_000 for p in panes):
+                    break
+            streaming = [p.total_lines for p in panes]
+            assert all(n > 20_000 for n in streaming), streaming
+            await pilot.press("3")
+            assert screen.query_one(TabbedContent).active == "tab-checks"
+            mid = [p.total_lines for p in panes]
+            await pilot.pause(0.5)
+            later = [p.total_lines for p in panes]
+            assert all(b > a for a, b in zip(mid, later)), (mid, later)  # the key was answered mid-flood
+            await pilot.press("1")
+            # a filter mid-flood: the panes draw the flood's newest lines that match; while the key is
+            # answered the nodes' readers wait (input first): their batches stop reaching the bridge
+            cycle, queued = screen.action_cycle_filter, []
 
-        def watched_cycle() -> None:
-            time.sleep(0.05)  # a reader that had passed the gate when the key came in hands its batch on
-            queued.append(len(screen.bridge._q))
-            time.sleep(0.1)  # an unheld reader hands on several batches meanwhile
-            queued.append(len(screen.bridge._q))
-            cycle()
+            def watched_cycle() -> None:
+                time.sleep(0.05)  # a reader that had passed the gate when the key came in hands its batch on
+                queued.append(len(screen.bridge._q))
+                time.sleep(0.1)  # an unheld reader hands on several batches meanwhile
+                queued.append(len(screen.bridge._q))
+                cycle()
 
-        screen.action_cycle_filter = watched_cycle
-        await pilot.press("v")
-        assert len(queued) == 2 and queued[1] == queued[0], queued
-        flt = panes[0].filter
-        assert flt != "all" and all(p.filter == flt for p in panes)
-        stop.touch()
+            screen.action_cycle_filter = watched_cycle
+            await pilot.press("v")
+            assert len(queued) == 2 and queued[1] == queued[0], queued
+            flt = panes[0].filter
+            assert flt != "all" and all(p.filter == flt for p in panes)
+        finally:
+            stop.touch()
         await pilot.press("1")
         assert screen.query_one(TabbedContent).active == "tab-logs"
         await app.workers.wait_for_complete()
