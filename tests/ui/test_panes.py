@@ -238,3 +238,73 @@ async def test_lines_and_filters_change_a_pane_without_laying_the_screen_out(tmp
         await pilot.pause(0.1)
         assert log.vertical_scrollbar.window_virtual_size == 301 and bottom_row() == "[default0]:step 299"
         assert layouts == []
+
+
+async def test_a_flood_draws_one_pane_a_frame(tmp_path: Path, runs_dir: Path, monkeypatch) -> None:
+    """Under a flood the frame that takes the lines draws none of the panes, and each later frame
+    draws one: a frame that drew all four cost the whole screen (60-100 ms under a 4 x 1M flood)
+    and a key pressed then waited for it. Every pane still ends showing its newest line, and whole
+    once the flood calms."""
+    pb = tmp_path / "four.yaml"
+    pb.write_text("name: four\ntransport: local\nnodes: [n1, n2, n3, n4]\njob: {script: builtin:smoke}\n")
+    writes: list[list[str]] = []  # per frame: the nodes whose log was written in it
+    real_frame = PlaybookScreen._frame
+
+    def frame(self) -> None:
+        writes.append([])
+        real_frame(self)
+
+    monkeypatch.setattr(PlaybookScreen, "_frame", frame)
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.pause(0.1)
+        panes = {p.node: p for p in screen.pane_grid.panes}
+        for node, pane in panes.items():
+            real = pane.log.write_lines
+            pane.log.write_lines = lambda lines, *a, _n=node, _r=real, **k: (writes[-1].append(_n) if writes else None,
+                                                                             _r(lines, *a, **k))[1]
+        n = 4000
+        for start in range(0, n, 1000):  # the four nodes' lines, all queued before a frame takes them
+            for node in panes:
+                screen.bridge.push(NodeOutput(node, tuple(f"{node} line {i}" for i in range(start, start + 1000)),
+                                              start + 1))
+        writes.clear()
+        for _ in range(20):
+            await pilot.pause(0.05)
+            if all(p.log.lines and p.log.lines[-1] == f"{node} line {n - 1}" for node, p in panes.items()):
+                break
+        drawn = [w for w in writes if w]
+        assert sorted(x for w in drawn for x in w) == sorted(panes), drawn  # each pane once
+        assert all(len(w) == 1 for w in drawn), drawn  # and no frame drew two
+        for node, p in panes.items():
+            assert p.log.lines[-1] == f"{node} line {n - 1}" and p.stale
+            assert p.border_subtitle.startswith(f"{n} lines")
+        for _ in range(50):  # once no line comes (a tick, 1 s), each log is whole again
+            if not any(p.stale for p in panes.values()):
+                break
+            await pilot.pause(0.1)
+        assert all(list(p.log.lines) == list(p.buffer) and len(p.buffer) == n for p in panes.values())
+
+
+async def test_a_flood_under_a_filter_draws_each_kept_line_once(tmp_path: Path, runs_dir: Path) -> None:
+    """A pane that waits for its turn draws only the lines that came since it last drew: with a filter
+    that keeps few lines of a flood (warnings+errors in NCCL INFO chatter) the same lines are not
+    drawn again each turn."""
+    pb = tmp_path / "panes.yaml"
+    pb.write_text(PB)
+    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.pause(0.1)
+        alpha = screen.pane_grid.pane("alpha")
+        alpha.set_filter("warnings+errors")
+        first = 1
+        for k in range(4):  # four frames' floods, each with one warning among 1,000 INFO lines
+            batch = [f"[default0]:alpha:1:1 [0] NCCL INFO chatter {k}.{i}" for i in range(999)]
+            batch.insert(500, f"[default0]:alpha:1:1 [0] misc/socket.cc:484 NCCL WARN flood {k}")
+            screen.bridge.push(NodeOutput("alpha", tuple(batch), first))
+            first += len(batch)
+            await pilot.pause(0.4)  # past the flood's frame (FLOOD_FPS) and the pane's turn
+        assert alpha.stale and alpha.total_lines == 4000
+        assert [x.rsplit(" ", 2)[-2:] for x in alpha.log.lines] == [["flood", str(k)] for k in range(4)]

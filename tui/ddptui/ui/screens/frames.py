@@ -1,5 +1,7 @@
 """The run screen's frames: the bridge's events and lines, to the widgets, 30 times a second; under
-a flood fewer (FLOOD_FPS), so that drawing the panes leaves the frames between to the keys."""
+a flood fewer (FLOOD_FPS), so that drawing the panes leaves the frames between to the keys, and
+the panes that follow the flood draw its newest lines one a frame, not all in the frame that took
+them (PaneGrid.draw_next)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ class Frames:
         """30 times a second; under a flood (a pane got more lines than it draws) FLOOD_FPS times:
         drawing the panes is most of a frame's cost, and the frames between are the keys'."""
         now = time.monotonic()
+        self.pane_grid.draw_next()  # a flood's panes, one a frame: no frame draws them all
         if now >= self._next_drain:
             flooded = self._drain(frame=True)
             self._next_drain = now + 1 / FLOOD_FPS if flooded else 0.0
@@ -34,6 +37,8 @@ class Frames:
         flooded = self._drain_batch()
         while self.bridge.pending and self._held is None and not (frame and self.bridge.lines_next):
             flooded = self._drain_batch() or flooded
+        while not frame and self.pane_grid.due:  # not a frame (a seek, the run's end): all of it now
+            self.pane_grid.draw_next()
         return flooded
 
     def _drain_batch(self, held: Drained | None = None) -> bool:

@@ -27,6 +27,7 @@ class PaneGrid(TabPane):
         self.filter = "all"
         self._find_pane: NodePane | None = None
         self._find_at = -1
+        self.due: list[NodePane] = []  # panes a flood's newest lines wait for, drawn one a frame (draw_next)
 
     def _take(self, playbook: Playbook) -> None:
         self.master = playbook.master
@@ -56,6 +57,7 @@ class PaneGrid(TabPane):
         """Panes for another node list: a Slurm allocation names the nodes once it is granted."""
         self._take(playbook)
         self._find_pane, self._find_at = None, -1
+        self.due = []
         await self.query_one("#panes").remove()
         await self.mount(self._panes())
         self._layout()
@@ -80,8 +82,19 @@ class PaneGrid(TabPane):
         screen (another tab, or collapsed) only keeps them, till it shows (`catch_up`)."""
         for node, batch in lines.items():
             pane = self.pane(node)
-            pane.write(batch, counts[node], shown=self.display and not pane.has_class("-collapsed"))
-            pane._subtitle()  # the line count; the header's elapsed time is the tick's
+            if pane.write(batch, counts[node], shown=self.display and not pane.has_class("-collapsed")):
+                if pane not in self.due:
+                    self.due.append(pane)
+            elif pane not in self.due:
+                pane._subtitle()  # the line count (a pane that waits for its turn says it then)
+
+    def draw_next(self) -> None:
+        """One frame's share of a flood: the next pane that waits for its turn draws its newest lines."""
+        while self.due:
+            pane = self.due.pop(0)
+            if pane.is_attached:
+                pane.draw_tail()
+                return
 
     def tick(self) -> None:
         """Running panes' elapsed time; a pane on screen that skipped lines of a flood now over, whole again."""
@@ -99,7 +112,9 @@ class PaneGrid(TabPane):
 
     def reset(self) -> None:
         """A new run: every pane empty and pending."""
+        self.due = []
         for pane in self.panes:
+            pane.tail_due = False
             pane.log.clear()
             pane.buffer.clear()
             pane.stale = False

@@ -155,6 +155,8 @@ class NodePane(Vertical):
         # the pane's bounded store: what a filter is applied to (the full log is on disk)
         self.buffer: collections.deque[str] = collections.deque(maxlen=max_lines)
         self.stale = False  # the log skipped lines that the buffer has (see write)
+        self.tail_due = False  # a flood's newest lines wait for this pane's turn to be drawn (draw_tail)
+        self.undrawn = 0  # lines that came since, the newest in the buffer
         self.fed = False  # lines came since the last tick
         self.border_title = f"{node} · {role}"
         self.clock: Callable[[], float] = time.time  # a recorded run's replay sets its own
@@ -207,29 +209,52 @@ class NodePane(Vertical):
             self.started, self.ended = None, None
         self.refresh_header()
 
-    def write(self, lines: list[str], received: int, shown: bool = True) -> None:
-        """A frame's lines (`received` came, these are the newest). A hidden pane only keeps them; one
-        that follows its tail draws the newest FOLLOW_LINES: its log skips lines until `catch_up`."""
+    def write(self, lines: list[str], received: int, shown: bool = True) -> bool:
+        """A frame's lines (`received` came, these are the newest). A hidden pane only keeps them. One
+        that follows its tail under a flood (more than FOLLOW_LINES) keeps them too, and its log skips
+        lines until `catch_up`: the newest FOLLOW_LINES are drawn at the pane's turn (`draw_tail`),
+        one pane a frame. Whether the pane waits for that turn (it did not draw)."""
         self.buffer.extend(lines)
         self.total_lines += received
         self.fed = True
         if not shown:
             self.stale = True
-            return
+            return False
         following = self.following
         if following and len(lines) > FOLLOW_LINES:
             self.stale = True  # the log skips what is older than the newest lines
-            lines = _newest(lines, self.filter, FOLLOW_LINES)
+            self.undrawn = self.undrawn + len(lines) if self.tail_due else len(lines)
+            self.tail_due = True
+            return True
         elif self.stale:  # the flood calmed, or the user scrolled up: the whole buffer, once
             self.catch_up()
-            return
+            return False
         elif self.filter != "all":
             lines = matching(lines, self.filter)
         if not lines:
-            return
+            return False
         if self.filter != "all":
             self._note("")
         self.log.write_lines([fold(x) for x in lines], scroll_end=following)
+        return False
+
+    def draw_tail(self) -> None:
+        """A flood's turn for this pane: the newest FOLLOW_LINES it holds that the filter keeps, and
+        its line count. Drawing every pane in the frame that took the flood's lines made that one
+        frame cost the whole screen (60-100 ms under a 4 x 1M flood), and a key pressed then waited
+        for all of it; a pane a frame costs a quarter of that."""
+        if not self.tail_due:
+            return
+        self.tail_due = False
+        if not self.stale or not self.following:  # rebuilt since (catch_up), or the user scrolled up
+            self._subtitle()
+            return
+        # only lines that came since the pane last drew: a filter that keeps few lines of a flood
+        # would otherwise draw the same ones again
+        lines = _newest(self.buffer, self.filter, FOLLOW_LINES, within=self.undrawn)
+        if lines:
+            self.log.write_lines([fold(x) for x in lines], scroll_end=True)
+        self._subtitle()
 
     @property
     def following(self) -> bool:
@@ -251,6 +276,7 @@ class NodePane(Vertical):
         match, as each frame draws them: the key answers now, and the whole buffer is filtered
         once the flood calms (`write` -> `catch_up`)."""
         self.filter = flt
+        self.tail_due = False  # what follows draws the newest lines already
         log = self.log
         if self.stale and self.following:
             log.clear()
@@ -350,12 +376,14 @@ def to_end_after_refresh(log: Log) -> None:
     log.scroll_end(animate=False, immediate=False, x_axis=False)
 
 
-def _newest(lines: Sequence[str], flt: str, n: int) -> list[str]:
-    """The newest `n` of `lines` that filter `flt` keeps, in order (a flood's tail: no need to test the rest)."""
+def _newest(lines: Sequence[str], flt: str, n: int, within: int | None = None) -> list[str]:
+    """The newest `n` of `lines` that filter `flt` keeps, in order (a flood's tail: no need to test the
+    rest); only among the last `within` lines, if given."""
+    recent = reversed(lines) if within is None else itertools.islice(reversed(lines), within)
     if flt == "all":  # from the end: a pane's deque is not copied whole for its last lines
-        return list(itertools.islice(reversed(lines), n))[::-1]
+        return list(itertools.islice(recent, n))[::-1]
     out = []
-    for x in reversed(lines):
+    for x in recent:
         if line_matches(x, flt):
             out.append(x)
             if len(out) == n:
