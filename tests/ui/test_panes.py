@@ -29,10 +29,15 @@ ALPHA = [
 BETA = ["[default0]:beta says hello", "[default1]:beta NCCL INFO Using network Socket"]
 
 
-async def test_filters_find_and_merged_view(tmp_path: Path, runs_dir: Path) -> None:
+def app_on(tmp_path: Path, runs_dir: Path, playbook: str = PB) -> DdptuiApp:
+    """The TUI on a playbook of these nodes (local, not run): lines reach it as the runbook feeds them."""
     pb = tmp_path / "panes.yaml"
-    pb.write_text(PB)
-    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    pb.write_text(playbook)
+    return DdptuiApp(playbook=pb, runs_dir=runs_dir)
+
+
+async def test_filters_find_and_merged_view(tmp_path: Path, runs_dir: Path) -> None:
+    app = app_on(tmp_path, runs_dir)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.screen
         assert isinstance(screen, PlaybookScreen)
@@ -81,9 +86,7 @@ async def test_filters_find_and_merged_view(tmp_path: Path, runs_dir: Path) -> N
 
 
 async def test_a_pane_holds_a_bounded_number_of_lines(tmp_path: Path, runs_dir: Path) -> None:
-    pb = tmp_path / "panes.yaml"
-    pb.write_text(PB)
-    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    app = app_on(tmp_path, runs_dir)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.screen
         n = 3 * PANE_MAX_LINES
@@ -103,9 +106,7 @@ async def test_a_pane_holds_a_bounded_number_of_lines(tmp_path: Path, runs_dir: 
 
 
 async def test_many_nodes_show_as_a_list_with_one_open_pane(tmp_path: Path, runs_dir: Path) -> None:
-    pb = tmp_path / "many.yaml"
-    pb.write_text("name: many\ntransport: local\nnodes: n[1-8]\njob: {script: builtin:smoke}\n")
-    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    app = app_on(tmp_path, runs_dir, "name: many\ntransport: local\nnodes: n[1-8]\njob: {script: builtin:smoke}\n")
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.screen
         panes = list(screen.query(NodePane))
@@ -195,9 +196,7 @@ async def test_lines_and_filters_change_a_pane_without_laying_the_screen_out(tmp
     the lines it holds and the newest line stays in view, without a layout of the whole screen,
     which Textual made for every change of a log's virtual size (a filter change is a clear and a
     refill: a layout a key, 20 ms of a `v` here)."""
-    pb = tmp_path / "panes.yaml"
-    pb.write_text(PB)
-    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    app = app_on(tmp_path, runs_dir)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.screen
         await pilot.pause(0.1)
@@ -245,8 +244,6 @@ async def test_a_flood_draws_one_pane_a_frame(tmp_path: Path, runs_dir: Path, mo
     draws one: a frame that drew all four cost the whole screen (60-100 ms under a 4 x 1M flood)
     and a key pressed then waited for it. Every pane still ends showing its newest line, and whole
     once the flood calms."""
-    pb = tmp_path / "four.yaml"
-    pb.write_text("name: four\ntransport: local\nnodes: [n1, n2, n3, n4]\njob: {script: builtin:smoke}\n")
     writes: list[list[str]] = []  # per frame: the nodes whose log was written in it
     real_frame = PlaybookScreen._frame
 
@@ -255,7 +252,8 @@ async def test_a_flood_draws_one_pane_a_frame(tmp_path: Path, runs_dir: Path, mo
         real_frame(self)
 
     monkeypatch.setattr(PlaybookScreen, "_frame", frame)
-    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    app = app_on(tmp_path, runs_dir, "name: four\ntransport: local\nnodes: [n1, n2, n3, n4]\n"
+                                     "job: {script: builtin:smoke}\n")
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.screen
         await pilot.pause(0.1)
@@ -291,9 +289,7 @@ async def test_a_flood_under_a_filter_draws_each_kept_line_once(tmp_path: Path, 
     """A pane that waits for its turn draws only the lines that came since it last drew: with a filter
     that keeps few lines of a flood (warnings+errors in NCCL INFO chatter) the same lines are not
     drawn again each turn."""
-    pb = tmp_path / "panes.yaml"
-    pb.write_text(PB)
-    app = DdptuiApp(playbook=pb, runs_dir=runs_dir)
+    app = app_on(tmp_path, runs_dir)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.screen
         await pilot.pause(0.1)
