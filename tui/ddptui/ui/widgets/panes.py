@@ -239,18 +239,15 @@ class NodePane(Vertical):
         return False
 
     def draw_tail(self) -> None:
-        """A flood's turn for this pane: the newest FOLLOW_LINES it holds that the filter keeps, and
-        its line count. Drawing every pane in the frame that took the flood's lines made that one
-        frame cost the whole screen (60-100 ms under a 4 x 1M flood), and a key pressed then waited
-        for all of it; a pane a frame costs a quarter of that."""
+        """A flood's turn for this pane: its newest FOLLOW_LINES that the filter keeps, and its line count.
+        All panes drawn in the frame that took a flood cost the whole screen (60-100 ms under 4 x 1M)."""
         if not self.tail_due:
             return
         self.tail_due = False
         if not self.stale or not self.following:  # rebuilt since (catch_up), or the user scrolled up
             self._subtitle()
             return
-        # only lines that came since the pane last drew: a filter that keeps few lines of a flood
-        # would otherwise draw the same ones again
+        # only the lines since its last turn: a filter that keeps few of a flood's would draw them again
         lines = _newest(self.buffer, self.filter, FOLLOW_LINES, within=self.undrawn)
         if lines:
             self.log.write_lines([fold(x) for x in lines], scroll_end=True)
