@@ -268,7 +268,7 @@ async def test_a_flood_draws_one_pane_a_frame(tmp_path: Path, runs_dir: Path, mo
                 screen.bridge.push(NodeOutput(node, tuple(f"{node} line {i}" for i in range(start, start + 1000)),
                                               start + 1))
         writes.clear()
-        for _ in range(20):
+        for _ in range(100):  # 4 frames at 30 a second; up to 5 s on a busy machine
             await pilot.pause(0.05)
             if all(p.log.lines and p.log.lines[-1] == f"{node} line {n - 1}" for node, p in panes.items()):
                 break
