@@ -63,9 +63,32 @@ def test_a_panes_lines_filtered_at_once_are_the_lines_each_filter_keeps() -> Non
 
     lines = [x for f in sorted(DATA.rglob("*.log")) for x in f.read_text(errors="replace").split("\n")]
     lines += ["", "I", "[default0]:W1201 12:00:00.0 1 a/b.py:1] w", "[default10]:x", "[default1]:E0101 z",
-              f"{AGENT}:553]   master_addr=10.213.0.2", f"{AGENT}:553] FAILED exitcode 1"]
+              f"{AGENT}:553]   master_addr=10.213.0.2", f"{AGENT}:553] FAILED exitcode 1",
+              # glog's level after a prefix whose first "]:" is late, or behind a "]"; a digit only str.isdigit knows
+              "[default12345]:E0101 x", "[default123456]:E0101 x", "[a]b]:F0101 y", "E\u00b2000 z", "Epoch 3", "W"]
     assert len(lines) > 4000
     for flt in filter_cycle(11):
         want = [x for x in lines if line_matches(x, flt)]
         assert matching(lines, flt) == want and matching(iter(lines), flt) == want, flt
     assert matching(lines, "rank 1") != matching(lines, "rank 10")
+
+
+def test_a_floods_newest_lines_are_the_last_a_filter_keeps() -> None:
+    """`newest` (a pane's turn under a flood, a filter chosen then) is the tail of what `line_matches`
+    keeps, among the last `within` lines if given, whichever way the filter looks for them."""
+    import collections
+
+    from ddptui.core.logs.classify import newest
+    from tests.conftest import DATA
+
+    lines = [x for f in sorted(DATA.rglob("*.log")) for x in f.read_text(errors="replace").split("\n")]
+    extra = ["[default1]:E0101 12:00:00.0 1 a/b.py:1] e", "[default0]:W0101 w", "[default1]:step 3", "NCCL INFO x"]
+    buffer = collections.deque(lines[-4000:] + extra * 50 + lines[:1000], maxlen=5000)
+    for flt in filter_cycle(2):
+        kept = [x for x in buffer if line_matches(x, flt)]
+        assert kept, flt
+        assert newest(buffer, flt, 200) == kept[-200:], flt
+        assert newest(buffer, flt, 10**6) == kept, flt
+        recent = [x for x in list(buffer)[-700:] if line_matches(x, flt)]
+        assert newest(buffer, flt, 50, within=700) == recent[-50:], flt
+    assert newest([], "warnings+errors", 5) == [] and newest(["a\nNCCL WARN b", "c"], "warnings+errors", 5) == ["a\nNCCL WARN b"]

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import collections
-import itertools
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from rich.cells import cell_len
 from rich.highlighter import Highlighter
@@ -20,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from ...core.states import NodeStatus
-from ...core.logs.classify import fold, line_kind, line_matches, matching
+from ...core.logs.classify import fold, line_kind, matching, newest
 
 PANE_MAX_LINES = 5000  # lines a pane (and the all-nodes log) keeps; the full log is on disk
 FOLLOW_LINES = 200  # at most this many new lines a frame reach a log that follows its tail (more than a
@@ -248,7 +247,7 @@ class NodePane(Vertical):
             self._subtitle()
             return
         # only the lines since its last turn: a filter that keeps few of a flood's would draw them again
-        lines = _newest(self.buffer, self.filter, FOLLOW_LINES, within=self.undrawn)
+        lines = newest(self.buffer, self.filter, FOLLOW_LINES, within=self.undrawn)
         if lines:
             self.log.write_lines([fold(x) for x in lines], scroll_end=True)
         self._subtitle()
@@ -277,7 +276,7 @@ class NodePane(Vertical):
         log = self.log
         if self.stale and self.following:
             log.clear()
-            log.write_lines([fold(x) for x in _newest(self.buffer, flt, FOLLOW_LINES)], scroll_end=True)
+            log.write_lines([fold(x) for x in newest(self.buffer, flt, FOLLOW_LINES)], scroll_end=True)
             to_end_after_refresh(log)
             self._subtitle()
             self._note("")
@@ -371,22 +370,6 @@ def to_end_after_refresh(log: Log) -> None:
     where the old content ended (Textual 8 scrolls before the new size is laid out), so a pane
     rebuilt after a flood stayed mid-log, its last lines (a crash's, torchrun's summary) out of view."""
     log.scroll_end(animate=False, immediate=False, x_axis=False)
-
-
-def _newest(lines: Sequence[str], flt: str, n: int, within: int | None = None) -> list[str]:
-    """The newest `n` of `lines` that filter `flt` keeps, in order (a flood's tail: no need to test the
-    rest); only among the last `within` lines, if given."""
-    recent = reversed(lines) if within is None else itertools.islice(reversed(lines), within)
-    if flt == "all":  # from the end: a pane's deque is not copied whole for its last lines
-        return list(itertools.islice(recent, n))[::-1]
-    out = []
-    for x in recent:
-        if line_matches(x, flt):
-            out.append(x)
-            if len(out) == n:
-                break
-    out.reverse()
-    return out
 
 
 def enclosing_pane(widget: Widget | None) -> NodePane | None:
