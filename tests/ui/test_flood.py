@@ -15,7 +15,8 @@ from textual.widgets import TabbedContent
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.screens.playbook import PlaybookScreen
 from ddptui.core.logs.classify import fold, line_matches
-from ddptui.ui.widgets.panes import FOLLOW_LINES, PANE_MAX_LINES, NodePane, one_line
+from ddptui.ui.widgets.pane_log import one_line
+from ddptui.ui.widgets.panes import FOLLOW_LINES, PANE_MAX_LINES, NodePane
 from tests.conftest import DATA, needs_torch
 
 pytestmark = [needs_torch, pytest.mark.torch]

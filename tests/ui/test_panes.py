@@ -147,7 +147,7 @@ def test_a_pane_readies_its_lines_at_once_as_it_would_one_by_one() -> None:
     what `one_line` and the width of each line give, whatever the lines hold."""
     import random
 
-    from ddptui.ui.widgets.panes import _cells, as_log_lines, one_line
+    from ddptui.ui.widgets.pane_log import _cells, as_log_lines, one_line
 
     kinds = ["NCCL INFO Channel 00/0 : 0[0] -> 1[0] via NET/IB/0", "", "\tx\ty", "损失 loss", "a\rb", "p\x0cq",
              "s\u2028t", "x" * 200, "\x1b[31mred\x1b[0m", "é"]
@@ -304,3 +304,38 @@ async def test_a_flood_under_a_filter_draws_each_kept_line_once(tmp_path: Path, 
             await pilot.pause(0.4)  # past the flood's frame (FLOOD_FPS) and the pane's turn
         assert alpha.stale and alpha.total_lines == 4000
         assert [x.rsplit(" ", 2)[-2:] for x in alpha.log.lines] == [["flood", str(k)] for k in range(4)]
+
+
+async def test_a_log_refilled_at_once_is_the_log_textual_would_write() -> None:
+    """A cleared pane log refilled in one write (a filter change, a catch-up: PaneLog's own path, without
+    Textual's splitlines and cache drops) holds the lines, width and size Textual's Log gives the same
+    lines, keeps its last `max_lines`, and ends scrolled to its last line."""
+    from textual.app import App
+    from textual.widgets import Log
+
+    from ddptui.ui.widgets.pane_log import PaneLog
+
+    lines = [f"[default0]:node NCCL INFO Channel {i:02d}/0 : 0[0] -> 1[0] via NET/IB/0" + "x" * (i % 7) for i in range(900)]
+
+    class Both(App):
+        def compose(self):
+            yield PaneLog(max_lines=500, id="pane")
+            yield Log(max_lines=500, id="textual")
+
+    app = Both()
+    async with app.run_test(size=(100, 40)) as pilot:
+        pane, textual = app.query_one("#pane", PaneLog), app.query_one("#textual", Log)
+        for log in (pane, textual):
+            log.write_lines(["old"] * 50)
+            await pilot.pause()
+            log.clear()
+            log.write_lines(lines, scroll_end=True)
+        await pilot.pause(0.2)
+        assert list(pane.lines) == list(textual.lines) == lines[-500:]
+        assert pane.virtual_size == textual.virtual_size and pane.line_count == 500
+        assert pane.scroll_offset.y == pane.max_scroll_y > 0
+        textual.scroll_end(animate=False)  # Textual 8's own write scrolls before the new size is laid out
+        await pilot.pause(0.1)
+        shown = [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
+        assert shown == [textual.render_line(y).text.rstrip() for y in range(textual.size.height)]
+        assert lines[-1] in shown
