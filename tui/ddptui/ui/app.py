@@ -19,7 +19,7 @@ from textual.screen import ModalScreen, Screen
 
 from ..core.paths import examples_dir, user_playbooks_dir
 from ..core.transport.settings import SSHSettings
-from .bridge import InputFirst
+from .input_first import InputFirst
 from .screens.picker import PickerScreen
 
 # Start-up: only what the first screen (the picker) needs is imported here; the playbook screen

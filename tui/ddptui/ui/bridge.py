@@ -14,12 +14,11 @@ nothing is lost, and a hold never lasts longer than `InputFirst.most`.
 from __future__ import annotations
 
 import collections
-import threading
-import time
 from dataclasses import dataclass, field
 
 from ..core.events import Event, NodeOutput
 from ..core.logs.lines import last, newest
+from .input_first import InputFirst
 
 
 @dataclass
@@ -28,37 +27,6 @@ class Drained:
     counts: dict[str, int] = field(default_factory=dict)  # node -> lines received this frame
     events: list[Event] = field(default_factory=list)  # everything else, in order
     merged: list[str] = field(default_factory=list)  # "node │ line" for every node, in arrival order (trimmed)
-
-
-class InputFirst:
-    """The readers wait while the app answers a key. Under a flood the UI thread shared the GIL
-    with every node's reader while it ran a key's action and drew the frame that shows it
-    (bench.tui_flood, 4 x 3M lines, alternating with the code before: key -> screen p50 61 vs
-    103 ms, p90 105 vs 183, p99 159 vs 275; the idle app's p50 57-64 ms; README, Benchmarks).
-
-    `hold` (any thread: the key has come in) until `release` (the UI thread: its effect is drawn),
-    and at most `most` seconds, should a key never reach the point that releases it."""
-
-    def __init__(self, most: float = 0.25) -> None:
-        self.most = most
-        self.ui_thread: int | None = None  # never held back itself (the app sets it once running)
-        self._flowing = threading.Event()
-        self._flowing.set()
-        self._until = 0.0
-
-    def hold(self) -> None:
-        self._until = time.monotonic() + self.most
-        self._flowing.clear()
-
-    def release(self) -> None:
-        self._flowing.set()
-
-    def wait(self) -> None:
-        """A reader, before it hands on a batch: wait out a hold (returns at once without one)."""
-        if not self._flowing.is_set() and threading.get_ident() != self.ui_thread:
-            left = self._until - time.monotonic()
-            if left > 0:
-                self._flowing.wait(left)
 
 
 class EventBridge:
