@@ -74,11 +74,11 @@ def test_a_panes_lines_filtered_at_once_are_the_lines_each_filter_keeps() -> Non
 
 
 def test_a_floods_newest_lines_are_the_last_a_filter_keeps() -> None:
-    """`newest` (a pane's turn under a flood, a filter chosen then) is the tail of what `line_matches`
+    """`newest_matching` (a pane's turn under a flood, a filter chosen then) is the tail of what `line_matches`
     keeps, among the last `within` lines if given, whichever way the filter looks for them."""
     import collections
 
-    from ddptui.core.logs.classify import newest
+    from ddptui.core.logs.classify import newest_matching
     from tests.conftest import DATA
 
     lines = [x for f in sorted(DATA.rglob("*.log")) for x in f.read_text(errors="replace").split("\n")]
@@ -87,8 +87,8 @@ def test_a_floods_newest_lines_are_the_last_a_filter_keeps() -> None:
     for flt in filter_cycle(2):
         kept = [x for x in buffer if line_matches(x, flt)]
         assert kept, flt
-        assert newest(buffer, flt, 200) == kept[-200:], flt
-        assert newest(buffer, flt, 10**6) == kept, flt
+        assert newest_matching(buffer, flt, 200) == kept[-200:], flt
+        assert newest_matching(buffer, flt, 10**6) == kept, flt
         recent = [x for x in list(buffer)[-700:] if line_matches(x, flt)]
-        assert newest(buffer, flt, 50, within=700) == recent[-50:], flt
-    assert newest([], "warnings+errors", 5) == [] and newest(["a\nNCCL WARN b", "c"], "warnings+errors", 5) == ["a\nNCCL WARN b"]
+        assert newest_matching(buffer, flt, 50, within=700) == recent[-50:], flt
+    assert newest_matching([], "warnings+errors", 5) == [] and newest_matching(["a\nNCCL WARN b", "c"], "warnings+errors", 5) == ["a\nNCCL WARN b"]

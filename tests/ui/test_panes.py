@@ -339,3 +339,21 @@ async def test_a_log_refilled_at_once_is_the_log_textual_would_write() -> None:
         shown = [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
         assert shown == [textual.render_line(y).text.rstrip() for y in range(textual.size.height)]
         assert lines[-1] in shown
+
+
+async def test_a_pane_whose_filter_changed_gives_its_flood_turn_on(tmp_path: Path, runs_dir: Path) -> None:
+    """A filter chosen mid-flood draws that pane's newest lines at once; its turn, still queued, goes to
+    the next pane that waits, rather than leaving a frame that draws nothing."""
+    app = app_on(tmp_path, runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.pause(0.1)
+        grid = screen.pane_grid
+        alpha, beta = grid.pane("alpha"), grid.pane("beta")
+        grid.write({n: [f"{n} line {i}" for i in range(1000)] for n in ("alpha", "beta")},
+                   {"alpha": 1000, "beta": 1000})
+        assert grid.due == [alpha, beta] and alpha.tail_due and beta.tail_due
+        alpha.set_filter("NCCL")
+        assert not alpha.tail_due and alpha.border_subtitle.startswith("1000 lines")
+        grid.draw_next()  # alpha's turn is spent: beta draws in this frame
+        assert not beta.tail_due and beta.log.lines[-1] == "beta line 999" and grid.due == []

@@ -18,6 +18,7 @@ KINDS = ("warn", "error", "result", "command", "info", "plain")
 # and `h` goes straight to it. The other filters keep only lines that chatter never is.
 CHATTER = "no launcher INFO"
 FILTERS = ("all", CHATTER, "NCCL", "warnings+errors")
+SEVERE_KINDS = ("warn", "error")  # what warnings+errors keeps
 
 
 def line_kind(s: str) -> str:
@@ -80,7 +81,7 @@ def line_matches(line: str, flt: str) -> bool:
     if flt == "NCCL":
         return "NCCL" in line
     if flt == "warnings+errors":
-        return line_kind(line) in ("warn", "error")
+        return line_kind(line) in SEVERE_KINDS
     if flt.startswith("rank "):  # torchrun --tee prefixes each line with [default<local_rank>]:
         return line.startswith(f"[default{flt[5:]}]:")
     return True
@@ -115,7 +116,7 @@ def _severe(lines: list[str]) -> list[str]:
     """The warnings and errors among `lines`, in order; the lines that may be one found in C."""
     text = "\n" + "\n".join(lines)
     if text.count("\n") != len(lines):  # a line holds a newline: one at a time
-        return [x for x in lines if line_kind(x) in ("warn", "error")]
+        return [x for x in lines if line_kind(x) in SEVERE_KINDS]
     find, rfind = text.find, text.rfind
     starts = {m.start() + 1 for m in _LEVEL_E_F.finditer(text)}
     for word in ("W", *_ERROR_WORDS):
@@ -129,12 +130,12 @@ def _severe(lines: list[str]) -> list[str]:
     for start in sorted(starts):
         end = find("\n", start)
         line = text[start:end] if end >= 0 else text[start:]
-        if line_kind(line) in ("warn", "error"):
+        if line_kind(line) in SEVERE_KINDS:
             out.append(line)
     return out
 
 
-def newest(lines: Sequence[str], flt: str, n: int, within: int | None = None) -> list[str]:
+def newest_matching(lines: Sequence[str], flt: str, n: int, within: int | None = None) -> list[str]:
     """The newest `n` of `lines` that filter `flt` keeps, in order (a flood's tail: no need to test the
     rest); only among the last `within` lines, if given."""
     recent = reversed(lines) if within is None else itertools.islice(reversed(lines), within)

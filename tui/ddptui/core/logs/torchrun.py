@@ -38,7 +38,7 @@ class RootCauseParser:
 
     def feed(self, line: str) -> None:
         # on the log hot path: most lines are neither part of the block nor the world size
-        if not self._in and "Root Cause" not in line and "global_world_sizes=" not in line:
+        if not self._in and _HEAD_TEXT not in line and "global_world_sizes=" not in line:
             return
         if line.startswith("[default"):
             line = _PREFIX.sub("", line)

@@ -27,7 +27,7 @@ class PaneGrid(TabPane):
         self.filter = "all"
         self._find_pane: NodePane | None = None
         self._find_at = -1
-        self.due: list[NodePane] = []  # panes a flood's newest lines wait for, drawn one a frame (draw_next)
+        self.due: list[NodePane] = []  # the order of the panes' turns (draw_next); a pane's `tail_due` says it waits
 
     def _take(self, playbook: Playbook) -> None:
         self.master = playbook.master
@@ -85,14 +85,15 @@ class PaneGrid(TabPane):
             if pane.write(batch, counts[node], shown=self.display and not pane.has_class("-collapsed")):
                 if pane not in self.due:
                     self.due.append(pane)
-            elif pane not in self.due:
+            elif not pane.tail_due:
                 pane._subtitle()  # the line count (a pane that waits for its turn says it then)
 
     def draw_next(self) -> None:
-        """One frame's share of a flood: the next pane that waits for its turn draws its newest lines."""
+        """One frame's share of a flood: the next pane that waits for its turn draws its newest lines
+        (one whose filter changed since has drawn them already, and gives its turn on)."""
         while self.due:
             pane = self.due.pop(0)
-            if pane.is_attached:
+            if pane.tail_due and pane.is_attached:
                 pane.draw_tail()
                 return
 

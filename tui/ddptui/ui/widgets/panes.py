@@ -15,7 +15,7 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from ...core.states import NodeStatus
-from ...core.logs.classify import fold, line_kind, matching, newest
+from ...core.logs.classify import fold, line_kind, matching, newest_matching
 from .pane_log import PaneLog
 
 PANE_MAX_LINES = 5000  # lines a pane (and the all-nodes log) keeps; the full log is on disk
@@ -170,7 +170,7 @@ class NodePane(Vertical):
             self._subtitle()
             return
         # only the lines since its last turn: a filter that keeps few of a flood's would draw them again
-        lines = newest(self.buffer, self.filter, FOLLOW_LINES, within=self.undrawn)
+        lines = newest_matching(self.buffer, self.filter, FOLLOW_LINES, within=self.undrawn)
         if lines:
             self.log.write_lines([fold(x) for x in lines], scroll_end=True)
         self._subtitle()
@@ -199,7 +199,7 @@ class NodePane(Vertical):
         log = self.log
         if self.stale and self.following:
             log.clear()
-            log.write_lines([fold(x) for x in newest(self.buffer, flt, FOLLOW_LINES)], scroll_end=True)
+            log.write_lines([fold(x) for x in newest_matching(self.buffer, flt, FOLLOW_LINES)], scroll_end=True)
             to_end_after_refresh(log)
             self._subtitle()
             self._note("")
