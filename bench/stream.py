@@ -76,6 +76,23 @@ def start_of(log: Path) -> float:
     raise RuntimeError(f"{log}: no start line")
 
 
+def end_of(log: Path) -> float:
+    """When the workload's last line (`nccl_flood done`) reached a node's log: the time of its batch
+    in the run's index beside the log (NODE.times: `FIRST COUNT TIME` per batch). Not the log's
+    last write: torchrun's agent says its goodbyes after the workload, and on one node in three
+    or so they came seconds later (it waits for the other agents), which the stream is not."""
+    data = log.read_bytes()
+    at = data.find(b"\nnccl_flood done ")
+    if at < 0:
+        raise RuntimeError(f"{log}: no done line")
+    line = data.count(b"\n", 0, at) + 2  # 1-based, the line after that newline
+    for row in log.with_suffix(".times").read_text().splitlines():
+        first, count, t = row.split()
+        if int(first) <= line < int(first) + int(count):
+            return float(t)
+    raise RuntimeError(f"{log}: line {line} is in no batch of its index")
+
+
 def verdict_time(run: Path) -> float:
     events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
     return max(e["t"] for e in events if e.get("event") == "step" and e.get("step") == "watch")
@@ -163,7 +180,7 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
         logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
         if p.returncode == 0 and len(logs) == nodes:
             printed.unlink()
-            first, last = min(start_of(p) for p in logs), max(p.stat().st_mtime for p in logs)
+            first, last = min(start_of(p) for p in logs), max(end_of(p) for p in logs)
             return Streamed(last - first, verdict_time(logs[0].parent) - last, wall, cpu,
                             cpu_at(samples, last) - cpu_at(samples, first), sum(diag.values()), max(0.0, busy - last))
     tail = "\n".join(x for x in printed.read_text().splitlines() if " NCCL " not in x)[-3000:]
@@ -181,6 +198,14 @@ def free_port() -> int:
             except OSError:
                 continue
         return port
+
+
+def by_hand(cmds: list[list[str]], outs: list[Path]) -> tuple[float, float]:
+    """The workload's commands run at once, each writing to its file: from the first line any of
+    them wrote (its start stamp) to the last line on disk, measured as `ddptui_stream` measures
+    ddptui (start-up left out), and the CPU seconds of the processes this one started."""
+    _, cpu = parallel(cmds, outs)
+    return max(o.stat().st_mtime for o in outs) - min(start_of(o) for o in outs), cpu
 
 
 def parallel(cmds: list[list[str]], outs: list[Path]) -> tuple[float, float]:
@@ -270,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         how = "ssh NODE cat FILE" if cl else "cat FILE"
         for n in counts:
             runs_: list[Streamed] = []
-            cats, prods, floors, cat_cpus, floor_cpus = [], [], [], [], []
+            cats, prods, floors, cat_cpus, floor_cpus, hands, hand_cpus = [], [], [], [], [], [], []
             for _ in range(reps):  # interleaved: ddptui, then the baselines, each repetition
                 runs_.append(ddptui_stream(d, n, lines, free_port(), names, cfg, as_json=args.json,
                                            training=args.training, log=args.log.resolve()))
@@ -283,7 +308,12 @@ def main(argv: list[str] | None = None) -> int:
                     f_wall, f_cpu = paramiko_cat(cl, names[:n], src, outs)
                     floors.append(f_wall)
                     floor_cpus.append(f_cpu)
-                prods.append(parallel([[sys.executable, str(WORKLOAD), *work]] * n, outs)[0])
+                job = [sys.executable, str(WORKLOAD), *work]
+                prods.append(by_hand([job] * n, outs)[0])
+                if cl:  # the same job by hand: each node's workload over OpenSSH, its lines made live
+                    hand_wall, hand_cpu = by_hand([["ssh", "-F", str(cfg), node, *job] for node in names[:n]], outs)
+                    hands.append(hand_wall)
+                    hand_cpus.append(hand_cpu)
             med = functools.partial(median_of, runs_)
             t, c, p = med("disk"), statistics.median(cats), statistics.median(prods)
             where = "over ssh (namespace cluster)" if cl else "local"
@@ -298,6 +328,11 @@ def main(argv: list[str] | None = None) -> int:
                 f = statistics.median(floors)
                 print(f"  {n} x paramiko reading the same cat > out          {f:6.2f} s   ratio {t / f:.1f}x"
                       f"  (paramiko / ssh: {f / c:.1f}x, the floor of a paramiko client)")
+            if hands:
+                h = statistics.median(hands)
+                print(f"  {n} x ssh NODE WORKLOAD > out (the job by hand)     {h:6.2f} s   ratio {t / h:.1f}x"
+                      f"  (its lines made live on the nodes, as ddptui's are; CPU of ssh and the workloads "
+                      f"{statistics.median(hand_cpus):.2f} s)")
             print(f"  {n} x the workload > out (the producer alone)     {p:6.2f} s   ratio {t / p:.1f}x")
             print(f"  last line on disk -> verdict (diagnosis done, torchrun gone) {med('verdict'):5.2f} s"
                   f"   -> the diagnosis' last busy 0.1 s {med('behind'):5.2f} s (its lag behind the disk)")

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from bench.startup import MINIMAL
-from bench.stream import cpu_seconds, ddptui_stream, diagnosis_pids, free_port, playbook, start_of
+from bench.stream import cpu_seconds, ddptui_stream, diagnosis_pids, end_of, free_port, playbook, start_of
 
 FILTERS = ["no launcher INFO", "NCCL", "warnings+errors", "rank 0", "all"]  # v's cycle, from "all" (1 proc/node)
 
@@ -169,7 +169,7 @@ def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys:
             t.idle(0.1)
             if (now := t.diagnosis_cpu()) > cpu + 0.01:
                 cpu, busy = now, time.time()
-        last_line = max(p.stat().st_mtime for p in logs)
+        last_line = max(end_of(p) for p in logs)
         disk = last_line - min(start_of(p) for p in logs)
         idle = press_until(t, lambda: True, at_least=idle_keys)
         return {"flood": flood, "idle": idle, "rss": t.hwm_mb(), "rss_start": rss_start, "disk": disk,
