@@ -9,7 +9,7 @@ import threading
 from functools import partial
 
 from ddptui.core.events import NodeOutput
-from ddptui.core.logs.lines import Chunk, read_loop
+from ddptui.core.logs.lines import Chunk, lines_in, read_loop
 from ddptui.ui.bridge import EventBridge
 
 
@@ -112,3 +112,16 @@ def test_a_line_that_never_ends_is_cut_so_a_reader_holds_a_bounded_amount():
     assert all(c.count == 1 and MAX_LINE < len(c.data) <= MAX_LINE + len(bar) + 1 for c in batches[:-1])
     assert b"".join(c.data for c in batches).replace(b"\n", b"") == b"".join(reads).replace(b"\n", b"")
     assert list(batches[-1])[-1] == "next"
+
+
+def test_a_batch_counts_its_lines_whatever_their_length():
+    """`lines_in` takes one of two ways to count by the batch's first 4 KiB: both must give
+    `bytes.count`'s answer, for batches of short lines, long ones, and short ones after long."""
+    rnd = random.Random(5)
+    for _ in range(300):
+        parts = []
+        for _ in range(rnd.randrange(1, 6)):  # runs of lines of one length each
+            width = rnd.choice([0, 1, 2, 20, 31, 33, 80, 1000, 9000])
+            parts += [b"x" * width + b"\n"] * rnd.randrange(1, 400)
+        data = b"".join(parts)[: rnd.randrange(1, 40_000)]
+        assert lines_in(data) == data.count(b"\n") == Chunk(data).count, (len(data), data[:40])

@@ -15,6 +15,22 @@ from typing import overload
 _CR_NL = re.compile(rb"\r+\n")  # a CRLF stream's lines end without their "\r", as str.rstrip("\r") gave
 
 
+def lines_in(data: bytes) -> int:
+    """The newlines in `data`. `bytes.count` of one byte tests each byte in a loop (1.1 GB/s here);
+    deleting them (`replace`) finds them with memchr and copies what is between: 2-3x faster on
+    lines of a log's usual length (4 x 81 MB of NCCL lines: 70 vs 23 ms a node; its copy is freed at
+    once), 10x slower on lines of a byte or two. The first 4 KiB say which the batch is."""
+    n = len(data)
+    if n <= _SAMPLE:
+        return data.count(b"\n")
+    if data.count(b"\n", 0, _SAMPLE) * _SHORT_LINE > _SAMPLE:  # lines shorter than ~32 bytes
+        return data.count(b"\n")
+    return n - len(data.replace(b"\n", b""))
+
+
+_SAMPLE, _SHORT_LINE = 4096, 32
+
+
 class Chunk(Sequence[str]):
     """A batch of whole lines: `data` is each line followed by "\\n", valid UTF-8 (what did not
     decode was replaced, as `bytes.decode(errors="replace")` does), `count` the number of lines.
@@ -24,7 +40,7 @@ class Chunk(Sequence[str]):
 
     def __init__(self, data: bytes, count: int | None = None) -> None:
         self.data = data
-        self.count = data.count(b"\n") if count is None else count
+        self.count = lines_in(data) if count is None else count
         self._lines: list[str] | None = None
 
     @classmethod

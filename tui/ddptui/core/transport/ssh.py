@@ -33,6 +33,7 @@ from .base import (
 from .known_hosts import KnownHosts, lookup_name
 from .ssh_auth import authenticate, check_host_key
 from .ssh_config import Target, _load_config, _parse_hop, resolve
+from .ssh_pipe import PiecesPipe
 
 # paramiko logs handshake failures with tracebacks; we turn them into words ourselves.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
@@ -56,8 +57,8 @@ class SSHProcess(RemoteProcess):
 
     def _read_stdout(self) -> bytes:
         try:
-            # all that is there, up to more than the channel's window: paramiko shifts what is left
-            # in its buffer after each read (a copy of up to the window per 64 KiB read)
+            # all that is there, up to more than the channel's window: one read takes what the
+            # packets brought since the last (ssh_pipe.PiecesPipe joins them, or hands the one)
             return self._chan.recv(READ_ALL)
         except (OSError, EOFError, paramiko.SSHException):
             return b""
@@ -286,6 +287,7 @@ class SSHTransport(Transport):
 
     def start(self, spec: LaunchSpec, on_lines: OnLines, python: str) -> SSHProcess:
         chan = self._session()
+        chan.in_buffer = PiecesPipe()  # before any data: the job's output, kept as its packets came
         chan.exec_command(shlex.join([python, "-c", GUARD_SOURCE]))
         chan.sendall(spec.to_stdin())
         return SSHProcess(self.node, chan, on_lines, self._t)
