@@ -189,3 +189,36 @@ def test_a_net_plugins_init_chatter_is_skipped_once_its_facts_are_known(automato
         assert bigger in looked
         later = looked[looked.index(bigger) + 1:]  # the last copy of the log: every fact known by then
         assert not any("via NET/" in x or "Using network" in x or " nranks 16 " in x for x in later), later[:5]
+
+
+@pytest.mark.parametrize("automaton", PATHS)
+def test_a_hosts_repeated_interface_line_meets_only_the_rules_that_could_still_flag_it(automaton: bool) -> None:
+    """Each rank of a host prints `NET/Socket : Using [0]IF:ADDR`: once the host's transport is
+    known the line can change no fact, but wrong-interface has not spoken, so its patterns still
+    look at every copy (and nothing else does): a rank that picked docker0 is still flagged, with
+    the findings and facts of looking at every line."""
+    good = "h1:{pid}:{pid} [0] NCCL INFO NET/Socket : Using [0]ens3:10.0.0.1<0>"
+    lines = ["h1:7:7 [0] NCCL INFO NCCL version 2.18.1+cuda12.1"]
+    lines += [good.format(pid=1000 + i) for i in range(400)]
+    lines += ["h1:9:9 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0>"]
+    lines += [good.format(pid=2000 + i) for i in range(100)]
+    bulk, one_by_one = Engine(automaton=automaton), Engine(automaton=automaton)
+    whole, matched = [], []
+    real_line, real_match = bulk._line, bulk._match
+    bulk._line = lambda st, n, line, c: (whole.append(n), real_line(st, n, line, c))  # type: ignore[method-assign]
+    bulk._match = lambda st, n, line, c: (matched.append(n), real_match(st, n, line, c))  # type: ignore[method-assign]
+    for i in range(0, len(lines), 64):
+        bulk.feed_text("n", "\n".join(lines[i:i + 64]))
+        one_by_one._feed_lines(one_by_one._node("n"), i, lines[i:i + 64])
+        one_by_one._after_batch()
+    want = [f.to_json() for f in one_by_one.finish()]
+    assert [f.to_json() for f in bulk.finish()] == want
+    flagged = [f for f in want if f["id"] == "wrong-interface"]
+    assert flagged and any("docker0" in e["text"] for e in flagged[0]["evidence"]), want
+    a, b = bulk.nodes["n"], one_by_one.nodes["n"]
+    for fact in ("hosts", "seen", "version", "transport", "plugin", "nnodes_seen", "comm", "pending"):
+        assert getattr(a, fact) == getattr(b, fact), fact
+    assert a.transport["h1"][:2] == ("Socket", False)
+    if automaton:  # the first interface line gives the host its transport; the copies meet the rules alone
+        assert len(whole) <= 3, whole
+        assert len(matched) >= len(lines) - 4, len(matched)

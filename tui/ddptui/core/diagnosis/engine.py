@@ -105,7 +105,9 @@ class Engine(SpentLines):
                 held = None
             if held is None:
                 cands = self._candidates(line)
-            elif self._spent(st, line, held):
+            elif (live := self._live(st, line, held)) is not None:
+                if live:  # its facts are known: only the rules not spent yet look at it
+                    self._match(st, n + i + 1, line, live[1])
                 continue
             elif len(held) == 1:
                 cands = entries_of[next(iter(held))]
@@ -132,8 +134,11 @@ class Engine(SpentLines):
             host = self._nccl_host(line)
             if host is not None:
                 st.hosts.add(host)
-        key = host or st.name
-        self._extract(st, key, n, line)
+        self._extract(st, host or st.name, n, line)
+        self._match(st, n, line, candidates)
+
+    def _match(self, st: NodeState, n: int, line: str, candidates: list[Entry]) -> None:
+        """The rules' and signs' patterns anchored on the line's literals, each on the line."""
         for pat, ri, kind in candidates:
             m = pat.search(line)
             if not m:

@@ -4,7 +4,7 @@ With NCCL_DEBUG=INFO every rank prints its `Channel` and `Ring` lines by the hun
 between nodes hold `via NET/IB/` or `via NET/Socket/`, the facts' literals: the prefilter lets
 them all through, though only the first one per NCCL host says anything (its transport). Likewise
 a rule that already holds its evidence from a node, and a `requires`/`absent` pattern already seen
-there, learn nothing from the next copy of their line. `SpentLines._spent` tells such a line from the literals the automaton
+there, learn nothing from the next copy of their line. `SpentLines._live` tells such a line from the literals the automaton
 says it holds, in a few dictionary lookups instead of `_line`'s patterns; the findings are the same
 as looking at every line (tests/core/test_prefilter.py).
 """
@@ -49,6 +49,7 @@ FACT_SETTLED: dict[str, Callable[[NodeState, str, str], bool]] = {
     "via NET/IB/": _definite, "via NET/Socket/": _definite,
     "Using network ": _network_settled, "Using internal Network ": _network_settled,
     "NET/IB : Using [": lambda st, key, line: key in st.transport,  # tentative: only where there is none
+    "NET/Socket : Using [": lambda st, key, line: key in st.transport,
     "NCCL version": lambda st, key, line: key in st.version,
     "No plugin found": lambda st, key, line: key in st.plugin,  # "internal" is kept only where nothing is
     "Could not find: libnccl-net": lambda st, key, line: key in st.plugin,
@@ -82,32 +83,49 @@ class SpentLines:
     rules: tuple[Rule, ...]
     _findings: dict[str, Finding]
     _spent_when: list
+    _entries_of: list
     _heads: dict[str, str | None]
 
-    def _spent(self, st: NodeState, line: str, held: set[int]) -> bool:
-        """Nothing the line's literals feed can change any more on this node (or the NCCL host that
-        printed it). NCCL's init chatter repeats lines whose one use was their first few: `via NET/IB/`
-        in every `Channel` line says the transport its host already said; a rule that already holds
-        its evidence from this node learns nothing from the next copy. Skipping them in bulk is what
-        keeps the engine near the speed of the stream; the findings are the same (test_prefilter)."""
+    def _live(self, st: NodeState, line: str, held: set[int]) -> tuple | None:
+        """What of the line can still change anything on this node (or the NCCL host that printed
+        it): None when its facts may (or nothing is known of a literal: `_line` looks at all of
+        it); else (key, the entries of its literals not spent yet), () when none is left. NCCL's
+        init chatter repeats lines whose one use was their first few: `via NET/IB/` in every
+        `Channel` line says the transport its host already said; a rule that already holds its
+        evidence from this node learns nothing from the next copy; a host's `NET/Socket : Using`
+        line, printed by each of its ranks, says its interface once and then only needs the rules
+        that would flag a bad one. Skipping them in bulk is what keeps the engine near the speed
+        of the stream; the findings are the same (test_prefilter)."""
         when = self._spent_when
         for li in held:
             if when[li] is None:
-                return False
+                return None
         key = self._key_of(st, line)
         if key is None:
-            return False
+            return None
+        live: list | None = None
         for li in held:
             for c in when[li]:  # type: ignore[union-attr]
                 if c.__class__ is int:
                     if not self._hit_spent(st, c):  # type: ignore[arg-type]
-                        return False
+                        break
                 elif c.__class__ is str:
                     if c not in st.seen:
-                        return False
+                        break
                 elif not c(st, key, line):
-                    return False
-        return True
+                    return None  # a fact the line may still change
+            else:
+                continue
+            if live is None:
+                live = []
+            live.append(li)
+        if live is None:
+            return ()
+        entries_of = self._entries_of
+        if len(live) == 1:
+            return key, entries_of[live[0]]
+        cands = [e for li in sorted(live) for e in entries_of[li]]
+        return key, list(dict.fromkeys(cands))  # in the order of the literals, as `_candidates` gives them
 
     def _hit_spent(self, st: NodeState, ri: int) -> bool:
         """Another match of rule `ri` on this node would change nothing (see `_line` and `_raise`)."""
