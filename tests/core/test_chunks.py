@@ -8,9 +8,9 @@ import random
 import threading
 from functools import partial
 
-from ddptui.core.events import NodeOutput
+from ddptui.core.events import NodeOutput, Notice
 from ddptui.core.logs.lines import Chunk, lines_in, read_loop
-from ddptui.ui.bridge import EventBridge
+from ddptui.ui.bridge import EventBridge, _Queued
 
 
 def reads_of(data: bytes, rnd: random.Random):
@@ -84,6 +84,54 @@ def test_a_frame_of_a_flood_shows_its_newest_lines_and_counts_them_all():
     assert d.lines == {"n0": a[-100:], "n1": b}
     assert d.merged == ([f"n0 │ {x}" for x in a[-70:-50]] + [f"n1 │ {x}" for x in b]
                         + [f"n0 │ {x}" for x in a[-50:]])
+
+
+def test_a_flood_waiting_for_its_frame_keeps_only_what_a_pane_can_show():
+    """Between two frames a flood's batches wait in the queue: a node's batch with a pane's worth of
+    newer lines behind it keeps its count and lets its bytes go, and each frame drains what it
+    would have drained with every batch kept (the newest lines per node, the merged view, the
+    counts), events and their order included."""
+    rnd = random.Random(7)
+    spent = 0
+    for _ in range(40):
+        ours, kept = EventBridge(max_lines_per_pane=50), EventBridge(max_lines_per_pane=50)
+        kept.push = lambda ev, q=kept._q: q.append(_Queued(ev) if type(ev) is NodeOutput else ev)  # type: ignore[method-assign]  # every batch whole
+        lines = {"n0": 0, "n1": 0, "n2": 0}
+        frames = []
+        for _ in range(rnd.randrange(1, 6)):  # frames
+            for _ in range(rnd.randrange(0, 40)):  # what comes between two drains
+                if rnd.random() < 0.05:
+                    ev = Notice("info", f"event {rnd.random()}")
+                else:
+                    node = rnd.choice(list(lines))
+                    k = rnd.choice([1, 3, 20, 49, 50, 51, 120])
+                    body = [f"{node} line {lines[node] + i}" for i in range(k)]
+                    ev = NodeOutput(node, Chunk.of_lines(body) if rnd.random() < 0.7 else tuple(body), lines[node] + 1)
+                    lines[node] += k
+                ours.push(ev)
+                kept.push(ev)
+            held = sum(len(x.ev.lines.data) for x in ours._q if hasattr(x, "ev") and isinstance(x.ev.lines, Chunk))
+            whole = sum(len(x.ev.lines.data) for x in kept._q if hasattr(x, "ev") and isinstance(x.ev.lines, Chunk))
+            assert held <= whole
+            spent += held < whole
+            while kept.pending:
+                a, b = ours.drain(), kept.drain()
+                assert (a.lines, a.counts, a.merged, a.events) == (b.lines, b.counts, b.merged, b.events)
+                frames.append(a)
+            assert not ours.pending
+    assert frames and spent, spent  # the bytes of some batches were let go
+
+
+def test_a_pane_waiting_for_a_flood_holds_a_panes_worth_of_its_bytes():
+    bridge = EventBridge(max_lines_per_pane=5_000)
+    line = b"x" * 80 + b"\n"
+    for i in range(400):  # 400 batches of 1,000 lines: 32 MB waiting for the next frame
+        bridge.push(NodeOutput("n0", Chunk(line * 1_000), i * 1_000 + 1))
+    held = sum(len(x.ev.lines.data) for x in bridge._q if isinstance(x.ev.lines, Chunk))
+    assert held <= 6 * 1_000 * len(line), held  # the newest 5,000 lines and the batch that completes them
+    d = bridge.drain()
+    assert d.counts == {"n0": 400_000}
+    assert len(d.lines["n0"]) == 5_000
 
 
 def test_a_batch_with_a_secret_is_masked_and_one_without_passes_as_it_came():
