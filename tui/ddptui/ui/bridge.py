@@ -59,11 +59,10 @@ class Spent(Sequence[str]):
 class _Queued:
     """A node's batch in the queue; `ev` becomes a `Spent` one while it waits, if ever."""
 
-    __slots__ = ("ev", "n")
+    __slots__ = ("ev",)
 
     def __init__(self, ev: NodeOutput) -> None:
         self.ev = ev
-        self.n = len(ev.lines)
 
 
 class EventBridge:
@@ -92,11 +91,12 @@ class EventBridge:
                 mine = self._waiting[node] = collections.deque()
                 self._lines[node] = 0
             mine.append(item)
-            total = self._lines[node] + item.n
-            while len(mine) > 1 and total - mine[0].n >= self.max_lines:  # enough newer lines: the oldest can never show
+            total = self._lines[node] + len(ev.lines)
+            while len(mine) > 1 and total - len(mine[0].ev.lines) >= self.max_lines:  # enough newer lines: the oldest can never show
                 old = mine.popleft()
-                total -= old.n
-                old.ev = replace(old.ev, lines=Spent(old.n))
+                n = len(old.ev.lines)
+                total -= n
+                old.ev = replace(old.ev, lines=Spent(n))
             self._lines[node] = total
             self._q.append(item)
 
@@ -105,7 +105,7 @@ class EventBridge:
         mine = self._waiting.get(item.ev.node)
         if mine and mine[0] is item:
             mine.popleft()
-            self._lines[item.ev.node] -= item.n
+            self._lines[item.ev.node] -= len(item.ev.lines)
         return item.ev
 
     @property
