@@ -45,6 +45,14 @@ def ctl(msg):
         pass
 
 
+def write_all(fd, data):
+    """All of `data` to `fd`: a write to a pipe that a signal interrupts midway returns what it had
+    written (Python retries only a write that wrote nothing), and the rest would be lost."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def descendants(root):
     """Every live descendant pid of root, found through /proc."""
     children = {}
@@ -136,7 +144,7 @@ def main():
                 data = mask(data)
             try:
                 if data:
-                    os.write(sink["fd"], data)
+                    write_all(sink["fd"], data)
             except OSError:
                 pass  # ddptui is gone; if the user detached, the log file takes over
             if not chunk:
