@@ -6,7 +6,12 @@ first command opens the shipped local playbook: its step list drawn) against the
 each process started fresh; and `import ddptui.ui.app` against `import textual.app` alone. What ddptui.tcss
 costs: the app's first frame with and without it (CSS_PATH = None; the widgets' DEFAULT_CSS stays).
 
-    .venv/bin/python -m bench.startup [--quick] [--reps R]
+Every process runs as from a user's shell: without PYTHONDONTWRITEBYTECODE (some sandboxes and CI
+images set it), so ddptui's own modules, like Textual's installed ones, are read from their cached
+bytecode, not compiled again at each start; one untimed round first writes that cache (none with
+--quick). `--playbooks N` puts N more playbooks where the picker looks (its first frame reads them all).
+
+    .venv/bin/python -m bench.startup [--quick] [--reps R] [--playbooks N]
 """
 
 from __future__ import annotations
@@ -85,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench.startup")
     ap.add_argument("--quick", action="store_true", help="two repetitions")
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--playbooks", type=int, default=0, metavar="N",
+                    help="N more playbooks in the picker's ./playbooks (copies of the shipped local one)")
     args = ap.parse_args(argv)
     reps = args.reps or (2 if args.quick else 9)
     py = sys.executable
@@ -97,7 +104,16 @@ def main(argv: list[str] | None = None) -> int:
         same.write_text(SAME)
         app = Path(d) / "app.py"
         app.write_text(APP)
-        for _ in range(reps):  # interleaved: each figure next to its baseline
+        if args.playbooks:
+            (Path(d) / "playbooks").mkdir()
+            text = SMOKE.read_text()
+            for i in range(args.playbooks):
+                (Path(d) / "playbooks" / f"copy-{i:03}.yaml").write_text(text.replace("name: local-smoke", f"name: copy-{i:03}"))
+        no_pyc = os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None
+        warm = 0 if args.quick else 1  # --quick: no untimed round, its figures are not read
+        for rep in range(warm + reps):  # interleaved: each figure next to its baseline
+            if rep == warm:
+                rows = {k: [] for k in rows}
             rows["help"].append(timed([py, "-m", "ddptui", "--help"]))
             rows["pass"].append(timed([py, "-c", "pass"]))
             rows["imp_app"].append(timed([py, "-c", "import ddptui.ui.app"]))
@@ -110,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
             rows["app_css"].append(first_frame([py, str(app)], b"Pick a playbook", d))
             rows["app_nocss"].append(first_frame([py, str(app), "--no-css"], b"Pick a playbook", d))
     m = {k: statistics.median(v) for k, v in rows.items()}
-    print(f"start-up, median of {reps} (each a fresh process):")
+    more = f", {args.playbooks} more playbooks in ./playbooks" if args.playbooks else ""
+    print(f"start-up, median of {reps} (each a fresh process{more}):")
+    if no_pyc:
+        print("  (PYTHONDONTWRITEBYTECODE was set here; these processes ran without it, as from a user's shell)")
     print(f"  ddptui --help           {m['help'] * 1e3:6.0f} ms   python -c pass     {m['pass'] * 1e3:6.0f} ms   "
           f"ratio {m['help'] / m['pass']:.1f}x")
     print(f"  import ddptui.ui.app    {m['imp_app'] * 1e3:6.0f} ms   import textual.app {m['imp_textual'] * 1e3:6.0f} ms   "

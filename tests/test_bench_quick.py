@@ -44,7 +44,8 @@ def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
 
 
 def test_startup_quick_prints_help_import_and_first_frame() -> None:
-    out = quick("bench.startup")
+    out = quick("bench.startup", "--playbooks", "3")
+    assert "3 more playbooks in ./playbooks" in out, out
     assert "ddptui --help" in out and "import ddptui.ui.app" in out and "TUI first frame" in out, out
     assert "the same widgets" in out, out  # the baseline of Textual alone drawing the picker's screen
     assert "ddptui PLAYBOOK, frame" in out, out  # README's first command: the local playbook's screen
