@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import __version__
+from ..logs.lines import lines_in
 from ..redact import Redactor
 from . import manifest as M
 from .manifest import BundleError, BundleRefused
@@ -58,7 +59,7 @@ def cap_log(path: Path, cap: int) -> _Log:
         tail_b = f.read()
         tail = split_lines(tail_b[tail_b.find(b"\n") + 1:].decode("utf-8", "replace"))
         f.seek(0)
-        total = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+        total = sum(lines_in(chunk) for chunk in iter(lambda: f.read(1 << 20), b""))
         total += 0 if tail_b.endswith(b"\n") else 1  # a last line without its newline
     elided = total - len(head) - len(tail)
     marker = M.elided_line(elided, len(head) + 1, len(head) + elided, len(head), len(tail))
