@@ -97,7 +97,6 @@ class Engine(SpentLines):
                 self._line(st, n, line, self._candidates(line))
 
     def _scan(self, st: NodeState, n: int, text: str) -> None:
-        entries_of = self._entries_of
         for i, start, end, held in self._prefilter.candidates(text):
             line = text[start:end]
             if "\x1b" in line:  # the literals are looked for in the line without its colours
@@ -107,14 +106,10 @@ class Engine(SpentLines):
                 cands = self._candidates(line)
             elif (live := self._live(st, line, held)) is not None:
                 if live:  # its facts are known: only the rules not spent yet look at it
-                    self._match(st, n + i + 1, line, live[1])
+                    self._match(st, n + i + 1, line, live)
                 continue
-            elif len(held) == 1:
-                cands = entries_of[next(iter(held))]
-            else:  # in the order of the literals, as `_candidates` gives them
-                cands = [e for li in sorted(held) for e in entries_of[li]]
-                if len(cands) > 1:
-                    cands = list(dict.fromkeys(cands))  # a pattern anchored on two branch literals
+            else:
+                cands = self._entries_held(held)
             self._line(st, n + i + 1, line, cands)
 
     def _candidates(self, line: str) -> list[Entry]:

@@ -12,7 +12,7 @@ as looking at every line (tests/core/test_prefilter.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from .bandwidth import ANCHORS as BANDWIDTH_ANCHORS
@@ -83,13 +83,22 @@ class SpentLines:
     rules: tuple[Rule, ...]
     _findings: dict[str, Finding]
     _spent_when: list
-    _entries_of: list
+    _entries_of: list[list[Entry]]
     _heads: dict[str, str | None]
 
-    def _live(self, st: NodeState, line: str, held: set[int]) -> tuple | None:
+    def _entries_held(self, held: Collection[int]) -> list[Entry]:
+        """The entries anchored on the literals `held`, in the order of the literals, as
+        `_candidates` gives them, each once (a pattern may be anchored on two branch literals)."""
+        entries_of = self._entries_of
+        if len(held) == 1:
+            return entries_of[next(iter(held))]
+        cands = [e for li in sorted(held) for e in entries_of[li]]
+        return list(dict.fromkeys(cands)) if len(cands) > 1 else cands
+
+    def _live(self, st: NodeState, line: str, held: set[int]) -> list[Entry] | None:
         """What of the line can still change anything on this node (or the NCCL host that printed
         it): None when its facts may (or nothing is known of a literal: `_line` looks at all of
-        it); else (key, the entries of its literals not spent yet), () when none is left. NCCL's
+        it); else the entries of its literals not spent yet, [] when none is left. NCCL's
         init chatter repeats lines whose one use was their first few: `via NET/IB/` in every
         `Channel` line says the transport its host already said; a rule that already holds its
         evidence from this node learns nothing from the next copy; a host's `NET/Socket : Using`
@@ -119,13 +128,7 @@ class SpentLines:
             if live is None:
                 live = []
             live.append(li)
-        if live is None:
-            return ()
-        entries_of = self._entries_of
-        if len(live) == 1:
-            return key, entries_of[live[0]]
-        cands = [e for li in sorted(live) for e in entries_of[li]]
-        return key, list(dict.fromkeys(cands))  # in the order of the literals, as `_candidates` gives them
+        return [] if live is None else self._entries_held(live)
 
     def _hit_spent(self, st: NodeState, ri: int) -> bool:
         """Another match of rule `ri` on this node would change nothing (see `_line` and `_raise`)."""
