@@ -64,6 +64,19 @@ def test_picker_in_a_real_terminal(term_env: dict[str, str]) -> None:
         t.kill()
 
 
+def test_keys_typed_ahead_in_the_picker_act_in_their_order(term_env: dict[str, str]) -> None:
+    """down and enter in one write (typed ahead, or bundled by a slow ssh link) open the second
+    playbook, not the one the cursor was on before the down."""
+    t = Tmux([ddptui_exe()], ROOT, term_env)
+    try:
+        t.wait_for(lambda s: "Pick a playbook" in s and "three-nodes" in s, 30, "the picker")
+        t.keys("Down", "Enter")
+        text = t.wait_for(lambda s: "Pick a playbook" not in s and "launch-master" in s, 30, "a playbook screen")
+        assert "ddptui — three-nodes" in text, text
+    finally:
+        t.kill()
+
+
 @needs_torch
 def test_local_playbook_runs_in_a_real_terminal(term_env: dict[str, str], tmp_path: Path) -> None:
     t = Tmux([ddptui_exe(), "playbooks/local-smoke.yaml", "--runs-dir", str(tmp_path / "runs")], ROOT, term_env)

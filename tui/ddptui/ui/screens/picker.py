@@ -15,10 +15,21 @@ from ...core.playbook.loader import PlaybookEntry
 from ..widgets.footer import KeysFooter
 
 
+class PlaybookTable(DataTable):
+    """The picker's table: enter opens the highlighted playbook, in the order the keys came.
+
+    Not a priority binding on the screen: one of those runs as the app reads its key, while the
+    keys before it still wait on their way to the table, so a down and an enter read together
+    (typed ahead, or bundled by a slow ssh link) opened the row the cursor was on before the down.
+    As the table's own key, enter comes after them and selects the row (`RowSelected` opens it)."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Open")]
+
+
 class PickerScreen(Screen):
     """Every playbook found: this folder's playbooks/, the user's config folder, the examples."""
 
-    BINDINGS = [Binding("enter", "open", "Open", priority=True), Binding("q", "app.quit", "Quit")]
+    BINDINGS = [Binding("q", "app.quit", "Quit")]
 
     def __init__(self, entries: list[PlaybookEntry]) -> None:
         super().__init__()
@@ -27,7 +38,7 @@ class PickerScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("Pick a playbook  [dim](enter opens it)[/]", id="picker-title")
-        yield DataTable(cursor_type="row", id="picker")
+        yield PlaybookTable(cursor_type="row", id="picker")
         yield Static("", id="picker-detail")  # the highlighted playbook's description (or problem), whole
         yield KeysFooter()
 
