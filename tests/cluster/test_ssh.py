@@ -78,9 +78,8 @@ def test_many_commands_over_one_connection(cluster: Cluster, ssh_env: Path) -> N
 def test_command_timeout(cluster: Cluster, ssh_env: Path) -> None:
     t = transport(cluster, "node02")
     t.connect()
-    t0 = time.monotonic()
     r = t.run(["sleep", "30"], timeout=1)
-    assert r.rc is None and time.monotonic() - t0 < 5
+    assert r.rc is None  # cut at its timeout: a `sleep 30` waited for would have ended with rc 0
     t.close()
 
 
@@ -278,21 +277,23 @@ def test_down_node_times_out_while_the_others_finish(cluster: Cluster, ssh_env: 
     names = ["node02", "dead", "node03"]
     ts = {n: transport(cluster, n) for n in names}
 
+    done: list[str] = []  # the order the nodes' answers came in
+
     def one(n):
-        t0 = time.monotonic()
         try:
             ts[n].connect()
-            return n, ts[n].run(["hostname"], timeout=10).stdout.strip(), time.monotonic() - t0
+            r = ts[n].run(["hostname"], timeout=10).stdout.strip()
         except NodeError as e:
-            return n, e, time.monotonic() - t0
+            r = e
+        done.append(n)
+        return n, r
 
     with ThreadPoolExecutor(3) as pool:
-        out = {n: (r, dt) for n, r, dt in pool.map(one, names)}
-    assert out["node02"][0] == "node02" and out["node03"][0] == "node03"
-    assert out["node02"][1] < 2 and out["node03"][1] < 2  # not held up by the dead node
-    err, dt = out["dead"]
+        out = dict(pool.map(one, names))
+    assert out["node02"] == "node02" and out["node03"] == "node03"
+    assert done[-1] == "dead"  # the others answered while it was still being waited for
+    err = out["dead"]
     assert isinstance(err, NodeError) and err.kind == "timeout" and "timed out after 3 s" in err.reason
-    assert 2.5 < dt < 6
 
 
 def test_refused_and_unresolvable(cluster: Cluster, ssh_env: Path, tmp_path: Path) -> None:

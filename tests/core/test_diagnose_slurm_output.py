@@ -55,7 +55,7 @@ def shape(findings) -> list[tuple]:
 def test_a_labeled_batch_output_gives_what_the_node_logs_give(tmp_path: Path, key: str) -> None:
     nodes, paths, bodies = per_node(tmp_path, key)
     want = diagnose_paths(paths, nnodes=len(nodes))
-    assert any(f.severity == "error" for f in want) or want
+    assert want  # each of these jobs fails with a cause the rules name (an error or a warning)
     got = diagnose_paths([labeled(tmp_path, nodes, bodies)])
     assert shape(got) == shape(want)
 

@@ -1,4 +1,4 @@
-"""The engine's bulk prefilter (literals.py): the automaton (pyahocorasick) and the pure-Python
+"""The engine's bulk prefilter (literals.py): the automaton (ahocorasick_rs) and the pure-Python
 path give the same candidate lines, and the engine gives the same findings by either path, and
 the same as looking at the batch line by line, on every job of the corpus (split into batches
 of several sizes, with colours, fed as lines or as text)."""
@@ -17,8 +17,13 @@ from tests.core.test_diagnosis_corpus import CONTEXT, GROUPS, split
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
-PATHS = [pytest.param(True, id="automaton", marks=pytest.mark.skipif(not HAVE_AUTOMATON, reason="no pyahocorasick")),
-         pytest.param(False, id="pure-python")]
+PATHS = [pytest.param(True, id="automaton"), pytest.param(False, id="pure-python")]
+
+
+def test_the_automaton_library_is_installed() -> None:
+    """ahocorasick_rs is a dependency (pyproject): without it every automaton case below would test
+    the pure-Python path twice, so its absence fails here rather than passing unseen."""
+    assert HAVE_AUTOMATON, "ahocorasick_rs did not import: `pip install -e .` installs it"
 
 
 def findings_of(key: str, how: str, automaton: bool, batch: int) -> list[dict]:
@@ -69,10 +74,9 @@ def test_both_prefilters_find_the_same_lines_and_the_automaton_says_which_litera
         want = [(i, lits_in) for i, line in enumerate(lines) if (lits_in := {j for j, w in enumerate(lits) if w in line})]
         py = list(Prefilter(lits, automaton=False).candidates(text))
         assert [(i, text[s:e]) for i, s, e, _ in py] == [(i, lines[i]) for i, _ in want]
-        if HAVE_AUTOMATON:
-            ac = list(Prefilter(lits, automaton=True).candidates(text))
-            assert [(i, held) for i, _, _, held in ac] == want
-            assert [c[:3] for c in ac] == [c[:3] for c in py]
+        ac = list(Prefilter(lits, automaton=True).candidates(text))
+        assert [(i, held) for i, _, _, held in ac] == want
+        assert [c[:3] for c in ac] == [c[:3] for c in py]
 
 
 def test_the_default_path_follows_the_library_and_can_be_forced(monkeypatch) -> None:

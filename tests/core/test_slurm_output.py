@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from ddptui.core.slurm.output import Header, OutputSplitter, looks_labeled, split_file
+from ddptui.core.slurm.output import CHUNK, Header, OutputSplitter, looks_labeled, split_file
 
 HEAD = "ddptui: slurm job 12 nodes node02,node03,node04 master node02\n"
 
@@ -114,17 +113,20 @@ def test_sniffing(tmp_path: Path) -> None:
     assert not looks_labeled(c) and not looks_labeled(tmp_path / "missing")
 
 
-def test_a_million_lines_in_a_few_seconds(tmp_path: Path) -> None:
+def test_a_million_lines_are_split_a_chunk_at_a_time(tmp_path: Path) -> None:
+    """A batch output of hundreds of MB is read in chunks: no batch holds more than a chunk's lines,
+    and every line reaches its node (how fast: bench, not here)."""
     p = tmp_path / "big.out"
     line = "I1201 10:22:24.832000 28323 torch/distributed/elastic/agent/server/api.py:912] some line\n"
     with open(p, "w") as f:
         f.write(HEAD)
         for _ in range(1000):
             f.write("".join(f"{i % 3}: {line}" for i in range(1000)))
-    t = time.monotonic()
     counts: dict[str, int] = {}
+    biggest = 0
     for batch in split_file(p):
+        biggest = max(biggest, sum(map(len, batch.values())))
         for node, lines in batch.items():
             counts[node] = counts.get(node, 0) + len(lines)
     assert counts == {"node02": 334000, "node03": 333000, "node04": 333000}
-    assert time.monotonic() - t < 8
+    assert biggest <= CHUNK // len(f"0: {line}") + 1 < 1_000_000  # never the whole file at once

@@ -15,7 +15,6 @@ MB/s, the trie regex 11 MB/s, ahocorasick_rs on bytes 90-200 MB/s; hence ahocora
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator
 
@@ -29,8 +28,7 @@ try:  # the regex parser moved in 3.11; the old name warns
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
-# DDPTUI_PREFILTER=python: the pure-Python path even where the library is installed (to test it)
-HAVE_AUTOMATON = ahocorasick_rs is not None and os.environ.get("DDPTUI_PREFILTER") != "python"
+HAVE_AUTOMATON = ahocorasick_rs is not None  # a dependency (pyproject); the other path where a platform has no wheel
 Candidate = tuple[int, int, int, "set[int] | None"]  # line index, start, end, literal indexes held (None: not known)
 
 
