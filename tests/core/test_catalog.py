@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pytest
 
 from ddptui.core.checks import facts as F
 from ddptui.core.checks import judge
-from ddptui.core.checks.predict import gloo_interface, nccl_interface
 from ddptui.core.checks.preflight import NodeTarget, Preflight
 from ddptui.core.diagnosis import catalog
 from ddptui.core.diagnosis.catalog import CATALOG, finding, merge_by_id
@@ -18,6 +16,7 @@ from ddptui.core.diagnosis.model import SEVERITIES, Evidence, Finding, Fix
 from ddptui.core.diagnosis.rules import CROSS_RULES, RULES
 from ddptui.core.playbook.loader import parse_playbook
 from tests.conftest import DATA
+from tests.core.recorded_nodes import MASTER_ADDR, RecordedNode
 from tests.core.test_diagnosis_corpus import split
 
 # The command-line contract: every id ddptui can report.
@@ -176,35 +175,12 @@ def test_merge_keeps_the_worst_severity_and_every_summary_that_differs() -> None
     assert f.fix == Fix(scope="manual", explain="x; y")
 
 
-class _FakeProbe(Preflight):
-    """Preflight with the facts a probe of each node would find: eth0 routes to the master."""
-
-    def _software_probe(self, t: NodeTarget) -> None:
-        return None  # these tests judge the network facts only
-
-    def _software(self, t: NodeTarget, nf: F.NodeFacts, r: None) -> None:
-        pass
-
-    def _probe(self, t: NodeTarget) -> None:
-        addr = {"node02": "10.0.0.2", "node03": "10.0.0.3", "node04": "10.0.0.4"}[t.name]
-        nf = F.NodeFacts(hostname=t.name, hostname_resolves_to=[addr],
-                         interfaces=[F.Interface("lo", ("127.0.0.1/8",), True, "loopback"),
-                                     F.Interface("eth0", (f"{addr}/24",), True)],
-                         route_to_master={"interface": "eth0", "source": addr})
-        nf.env = {k: v for k, v in t.env.items() if k.startswith(F.ENV_PREFIXES)}
-        nf.nccl_interface, why_nccl = nccl_interface(nf.interfaces, nf.env)
-        nf.gloo_interface, why_gloo = gloo_interface(nf.interfaces, nf.env, nf.hostname_resolves_to)
-        nf.evidence.update({"addr": ("ip -o addr", "..."), "nccl-interface": ("", why_nccl),
-                            "gloo-interface": ("", why_gloo)})
-        self.result.facts[t.name] = nf
-
-
 def test_a_bad_gloo_ifname_on_three_nodes_is_one_finding() -> None:
     pb = parse_playbook("name: eth9\nnodes: node[02-04]\nmaster: node02\njob:\n  script: train.py\n"
                         "  backend: gloo\n  nproc_per_node: 1\n  env:\n    GLOO_SOCKET_IFNAME: eth9\n")
-    targets = [NodeTarget(n.name, "master" if n.name == pb.master else "worker", SimpleNamespace(kind="ssh"),
+    targets = [NodeTarget(n.name, "master" if n.name == pb.master else "worker", RecordedNode(n.name),
                           "python3", {**pb.job.env_dict(), **dict(n.env)}, pb.nproc_of(n)) for n in pb.nodes]
-    result = _FakeProbe(pb, targets, "", on_check=lambda row: None).run()
+    result = Preflight(pb, targets, MASTER_ADDR, on_check=lambda row: None).run()
     (f,) = [f for f in result.findings if f.id == "bad-socket-ifname"]
     assert [x.id for x in result.findings] == ["bad-socket-ifname"]
     assert f.nodes == ["node02", "node03", "node04"] and f.severity == "error"
