@@ -11,7 +11,9 @@ from textual.command import CommandPalette
 from textual.widgets import DataTable, Input, TabbedContent
 from textual.widgets._footer import FooterKey
 
+from ddptui.core import events as E
 from ddptui.core.events import NodeOutput
+from ddptui.core.states import NodeStatus
 from ddptui.core.paths import clipboard_file
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.dialogs.fix import FixDialog
@@ -233,3 +235,35 @@ async def test_the_footer_draws_the_keys_that_apply_and_is_rebuilt_only_when_the
         findings = drawn_keys(screen)
         assert findings == bound_keys(screen) and findings != logs
         assert ("f", True) in findings and "v" not in [k for k, _ in findings]
+
+
+async def test_quit_and_keys_stay_in_the_footer_at_80_columns(tmp_path: Path) -> None:
+    """The footer's keys overflow on the right: at 80 columns `q Quit` and `? Keys` were the ones
+    cut (the Logs tab's keys end at "12345 Ta"). They are docked at its right end, inside the screen."""
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await start(pilot)
+        await pilot.press("1")  # the Logs tab: its filter and find keys too
+        await pilot.pause()
+        keys = {k.action: k for k in screen.query_one(KeysFooter).query(FooterKey)}
+        assert sum(k.region.width for k in keys.values()) > 80  # more keys than the width holds
+        quit_, help_ = keys["app.quit"].region, keys["help"].region
+        assert quit_.width and help_.width and quit_.right <= help_.x and help_.right <= 80  # Quit, Keys, on screen
+
+
+async def test_an_unreachable_nodes_pane_says_why(tmp_path: Path) -> None:
+    """A node that could not be reached has an empty pane: its reason is written there, wrapped to
+    the pane, besides the step's message and the toast."""
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    why = ("timed out after 3 s connecting to 10.213.0.6:22 (is the node up? is its sshd listening, and does a "
+           "firewall allow port 22 from the login node?)")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = pilot.app.screen
+        screen.bridge.push(E.NodeState("beta", NodeStatus.UNREACHABLE, why))
+        await pilot.pause(0.2)
+        pane = screen.pane_grid.pane("beta")
+        text = " ".join(pane.buffer)
+        assert text == f"ddptui: beta is unreachable: {why}"
+        assert len(pane.buffer) > 1 and max(map(len, pane.buffer)) <= pane.log.scrollable_content_region.width
+        assert pane.total_lines == 0  # not a line of the node's output
+        assert not list(screen.pane_grid.pane("alpha").buffer)  # the other panes are untouched

@@ -7,6 +7,7 @@ events to them once per frame, and owns the actions; every action calls core in 
 from __future__ import annotations
 
 import gc
+import textwrap
 import time
 from pathlib import Path
 
@@ -184,6 +185,10 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
                 grid.open(ev.node)  # show the first node that went wrong
             if ev.state.bad:
                 self.notify(f"{ev.node}: {ev.state} — {ev.message}", severity="error", timeout=8)
+            if ev.state == NodeStatus.UNREACHABLE and ev.message:  # its pane would be empty: why, where one looks,
+                pane = grid.pane(ev.node)                          # wrapped to the pane (a log's lines do not wrap)
+                pane.write(textwrap.wrap(f"ddptui: {ev.node} is unreachable: {ev.message}",
+                                         max(16, pane.log.scrollable_content_region.width - 1 or 80)), 0)
         elif isinstance(ev, E.CommandPlanned):
             self.commands[ev.node] = ev.command
             pane = self.pane_grid.pane(ev.node)

@@ -13,8 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.containers import HorizontalGroup
 from textual.screen import Screen
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+PINNED = ("app.quit", "help")  # Quit and Keys: at the right end, seen at any width
 
 
 class KeysFooter(Footer):
@@ -33,6 +37,15 @@ class KeysFooter(Footer):
         super().bindings_changed(screen)
 
     def compose(self) -> ComposeResult:
+        """Textual's keys, with Quit and Keys docked at the right end (KeysFooter .pinned in
+        ddptui.tcss): the keys overflow on the right, so below ~110 columns they were the ones cut."""
         if self._bindings_ready:
             self._shown = self._keys()
-        yield from super().compose()
+        pinned = []
+        for widget in super().compose():
+            if isinstance(widget, FooterKey) and widget.action in PINNED:
+                pinned.append(widget)
+            else:
+                yield widget
+        if pinned:
+            yield HorizontalGroup(*pinned, classes="pinned")
