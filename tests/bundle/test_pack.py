@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import json
 import zipfile
 from pathlib import Path
@@ -121,3 +123,29 @@ def test_bundle_of_a_folder_that_is_not_a_run_is_bad_input(tmp_path: Path) -> No
     assert r.returncode == 2 and "not a run directory" in r.stderr and "Traceback" not in r.stderr
     r = ddptui("bundle", str(tmp_path / "nope"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_output_is_never_a_device_a_pipe_or_the_run_itself(tmp_path: Path) -> None:
+    """`-o` that names something other than a file to (re)write is bad input and left as it is: as
+    root `-o /dev/null` had replaced the device with a 0600 file, `-o RUN/summary.json` the run's
+    own record with the bundle."""
+    run = fake_run(tmp_path / "run", {"node02": "hello\n"})
+    summary = (run / "summary.json").read_text()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for out, words in ((fifo, "is not a regular file"), (tmp_path, "is not a regular file"),
+                       (run / "summary.json", "is inside"), (run / "new.ddpt", "is inside")):
+        r = ddptui("bundle", str(run), "-o", str(out))
+        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and (run / "summary.json").read_text() == summary
+    assert not (run / "new.ddpt").exists()
+
+
+def test_a_member_that_cannot_be_read_is_named(tmp_path: Path) -> None:
+    run = fake_run(tmp_path / "run", {"node02": "hello\n", "node03": "world\n"})
+    (run / "node03.times").unlink(missing_ok=True)
+    (run / "node03.log").unlink()
+    (run / "node03.log").mkdir()  # a folder where a log was: not a log, left out
+    r = ddptui("bundle", str(run), "-o", str(tmp_path / "b.ddpt"))
+    assert r.returncode == 0, r.stderr
+    assert set(open_bundle(tmp_path / "b.ddpt").node_logs) == {"node02"}

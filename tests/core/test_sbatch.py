@@ -242,15 +242,35 @@ def test_cli_check_exit_codes_and_lines(tmp_path: Path, capsys: pytest.CaptureFi
     (["sbatch", "{bad}"], "nothing was run"),
     (["sbatch"], "give a PLAYBOOK"),
     (["sbatch", "{tmp}/x.yaml", "--check", "{tmp}/binary"], "takes no PLAYBOOK"),
-    (["sbatch", str(DATA / "c10d.yaml"), "-o", "{tmp}"], "is a folder"),
+    (["sbatch", str(DATA / "c10d.yaml"), "-o", "{tmp}"], "is not a regular file"),
+    (["sbatch", str(DATA / "c10d.yaml"), "-o", "{tmp}/fifo"], "is not a regular file"),  # as root, /dev/null was replaced
+    (["sbatch", "{tmp}/mine.yaml", "-o", "{tmp}/mine.yaml"], "is the input"),
 ])
 def test_cli_bad_input_is_one_clear_line_and_exit_2(argv: list[str], words: str, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture) -> None:
     (tmp_path / "binary").write_bytes(b"\x7fELF\x00\x01\x02")
+    os.mkfifo(tmp_path / "fifo")
+    mine = (DATA / "c10d.yaml").read_text()
+    (tmp_path / "mine.yaml").write_text(mine)
     bad = Path(__file__).resolve().parents[1] / "data" / "playbooks" / "bad" / "missing-field.yaml"
     assert main([a.format(tmp=tmp_path, bad=bad) for a in argv]) == 2
     cap = capsys.readouterr()
     assert words in cap.err and "Traceback" not in cap.err and cap.out == ""
+    assert stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode) and (tmp_path / "mine.yaml").read_text() == mine
+
+
+def test_a_write_cut_short_leaves_the_old_script_and_says_so(tmp_path: Path) -> None:
+    """A file-size limit (or a full disk) stops the write: exit 2, and the file is as it was, not a
+    script cut mid-line that `sbatch` would run."""
+    out = tmp_path / "job.sbatch"
+    out.write_text("#!/bin/bash\necho the old script\n")
+    r = subprocess.run(["bash", "-c", 'ulimit -f 1 && exec "$@"', "-", sys.executable, "-m", "ddptui", "sbatch",
+                        str(DATA / "static.yaml"), "-o", str(out)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "tui")})
+    assert len(_script("static").encode()) > 1024  # longer than the limit lets through
+    assert r.returncode == 2 and "cannot write it" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert out.read_text() == "#!/bin/bash\necho the old script\n" and r.stdout == ""
+    assert [p.name for p in tmp_path.iterdir()] == ["job.sbatch"]  # no half-written file beside it
 
 
 def test_a_token_in_job_args_is_warned_about() -> None:

@@ -59,8 +59,10 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         r = pack(args.run_dir, args.output, max_size=args.max_size or DEFAULT_MAX_SIZE, redact=tuple(args.redact))
     except BundleError as e:
         raise UsageError(str(e)) from None
-    except OSError as e:
-        raise UsageError(f"{args.output or args.run_dir}: cannot write: {e.strerror}") from None
+    except OSError as e:  # the file it names: a member of the run that cannot be read, or the output
+        where = Path(e.filename) if e.filename else (args.output or args.run_dir)
+        verb = "read" if args.run_dir.resolve() in where.resolve().parents else "write"
+        raise UsageError(f"{where}: cannot {verb} it: {e.strerror or e}") from None
     m = r.manifest
     if args.json:
         print(json.dumps(m, indent=2))

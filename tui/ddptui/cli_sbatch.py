@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from .core.errors import UsageError
+from .core.paths import refuse_to_write, write_private
 
 MAX_SCRIPT_BYTES = 1 << 20  # a batch script is text; a bigger file is something else
 
@@ -37,26 +38,15 @@ def cmd_sbatch(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(out.text)
         return 0
-    _write_private(args.output, out.text)
+    if (why := refuse_to_write(args.output, inputs=(args.playbook,))) is not None:
+        raise UsageError(f"-o {why}")
+    try:  # 0600: the script holds the job's environment (secrets are left out, but hostnames, paths
+        write_private(args.output, out.text.encode())  # and settings are nobody else's business)
+    except OSError as e:
+        raise UsageError(f"-o {args.output}: cannot write it: {e.strerror or e}") from None
     print(args.output)
     print(f"submit it with: sbatch {shlex.quote(str(args.output))}")
     return 0
-
-
-def _write_private(path: Path, text: str) -> None:
-    """0600: the script holds the job's environment (secrets are left out, but hostnames, paths and
-    settings are nobody else's business). sbatch reads the file; it needs no execute bit."""
-    if path.is_dir():
-        raise UsageError(f"-o {path}: is a folder; give a file name")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT: set it
-            os.write(fd, text.encode())
-        finally:
-            os.close(fd)
-    except OSError as e:
-        raise UsageError(f"-o {path}: cannot write it: {e.strerror or e}") from None
 
 
 def read_script(path: Path) -> str:

@@ -58,3 +58,42 @@ def private_dir(path: Path) -> Path:
         else:
             os.chmod(path, 0o700)  # mkdir's mode passes through the umask
     return path
+
+
+def refuse_to_write(out: Path, *, inputs: tuple[Path, ...] = (), inside: Path | None = None) -> str | None:
+    """Why writing `out` would lose something (None: it would not): what is there is not a regular
+    file (a device, a pipe, a folder: `-o /dev/null` as root replaced the device), it is one of the
+    command's own `inputs`, or it is inside the folder `inside` that the command reads."""
+    out = Path(out)
+    try:
+        st = out.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        return f"{out}: cannot look at it: {e.strerror or e}"
+    if st is not None and not os.path.isfile(out):
+        return f"{out}: is not a regular file (a folder, a device or a pipe); give a file name"
+    real = out.resolve()
+    for p in inputs:
+        if real == Path(p).resolve():
+            return f"{out}: is the input {p} itself; give another file name"
+    if inside is not None and Path(inside).resolve() in real.parents:
+        return f"{out}: is inside {inside}, which this command reads; give a file name elsewhere"
+    return None
+
+
+def write_private(out: Path, data: bytes) -> None:
+    """`data` as `out`, readable by its owner only, all or nothing: written whole to a file beside
+    it, then renamed over it (a full disk or a file-size limit leaves `out` as it was)."""
+    import tempfile
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}-", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

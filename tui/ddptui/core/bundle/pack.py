@@ -12,9 +12,7 @@ import datetime
 import hashlib
 import io
 import json
-import os
 import socket
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 
 from ... import __version__
 from ..logs.lines import lines_in
+from ..paths import refuse_to_write, write_private
 from ..redact import Redactor
 from . import manifest as M
 from .manifest import BundleError, BundleRefused
@@ -90,6 +89,8 @@ def pack(run_dir: str | Path, out: str | Path | None = None, *, max_size: int = 
     _refuse_ssh(run_dir)
     b = open_run(run_dir)  # BundleError when it is not a run directory
     out = Path(out) if out else run_dir.parent / (run_dir.name + M.EXTENSION)
+    if (why := refuse_to_write(out, inside=run_dir)) is not None:
+        raise BundleError(why)
     cap = node_cap or _default_node_cap(max_size, max(1, len(b.node_logs)))
     while True:
         data, man = _build(run_dir, b, cap, max_size, redact, now)
@@ -100,7 +101,7 @@ def pack(run_dir: str | Path, out: str | Path | None = None, *, max_size: int = 
                                 f"{max_size / 1e6:.1f} MB even with each node's log cut to {cap // 1024} KiB; "
                                 f"raise --max-size")
         cap //= 2
-    _write(out, data)
+    write_private(out, data)  # all or nothing, the owner's only: a bundle holds logs
     return PackResult(out, len(data), man)
 
 
@@ -226,17 +227,3 @@ def _info(name: str, now) -> zipfile.ZipInfo:
     zi.compress_type = zipfile.ZIP_DEFLATED
     zi.external_attr = 0o600 << 16
     return zi
-
-
-def _write(out: Path, data: bytes) -> None:
-    """Atomically, readable by the owner only (a bundle holds logs)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".ddpt-", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

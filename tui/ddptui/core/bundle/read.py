@@ -127,8 +127,9 @@ def _read_text(p: Path) -> str:
 
 def run_log_names(path: Path, summary: dict[str, Any]) -> dict[str, Path]:
     """node name -> its log: the summary's names where they match a file, else the file's stem."""
-    by_safe = {safe_name(n): n for n in (summary.get("nodes") or {})}
-    return {by_safe.get(f.stem, f.stem): f for f in sorted(path.glob("*.log")) if not f.is_symlink()}
+    nodes = summary.get("nodes")
+    by_safe = {safe_name(n): n for n in (nodes if isinstance(nodes, dict) else {}) if isinstance(n, str)}
+    return {by_safe.get(f.stem, f.stem): f for f in sorted(path.glob("*.log")) if not f.is_symlink() and f.is_file()}
 
 
 def open_run(path: str | Path) -> Bundle:
