@@ -160,3 +160,59 @@ def test_a_good_bundle_still_opens_and_unknown_members_are_never_unpacked(tmp_pa
     run = fake_run(tmp_path / "run", {"node02": "hello\n"})
     b = open_bundle(pack(run, tmp_path / "ok.ddpt").path)
     assert b.lines("node02") == ["hello"] and b.name == "fake"
+
+
+SHAPES = {  # a well-formed bundle whose files hold the wrong types: each was a traceback and exit 1
+    "nodes-a-list": {"summary.json": {"nodes": ["node02", "node03"]}},
+    "nodes-a-string": {"summary.json": {"nodes": "x"}},
+    "node-a-string": {"summary.json": {"nodes": {"node02": "failed"}}},
+    "facts-a-list": {"summary.json": {"facts": [1]}},
+    "findings-a-string": {"summary.json": {"findings": "none"}, "findings.json": {"findings": "abc"}},
+    "findings-not-dicts": {"findings.json": {"findings": [1, "x"]}},
+    "started-out-of-range": {"summary.json": {"started": 1e300, "nodes": {"node02": {"started": -5, "ended": "x"}}}},
+    "summary-a-list": {"summary.json": [1, 2]},
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("command", ["report", "diagnose", "diff", "open"])
+def test_wrong_types_in_a_bundle_are_left_out_not_a_traceback(shape: str, command: str, tmp_path: Path) -> None:
+    members = {"logs/node02.log": b"hello\nRuntimeError: boom\n",
+               **{n: json.dumps(v).encode() for n, v in SHAPES[shape].items()}}
+    p = write(tmp_path / "b.ddpt", members)
+    args = [command, str(p)] + ([str(p)] if command == "diff" else []) + (["--headless"] if command == "open" else [])
+    r = ddptui(*args)
+    assert r.returncode in (0, 1) and "Traceback" not in r.stderr and r.stderr == "", r.stderr
+    assert r.stdout  # it says what it could read
+
+
+def test_a_manifests_line_counts_are_held_to_the_member(tmp_path: Path) -> None:
+    """`kept_head` of 10**9 made a list of a billion line numbers (the process killed for memory);
+    a count that is not a number was a ValueError traceback."""
+    for head, elided in ((10**9, 1), ("x", "y"), (-3, 2), (True, 10**12)):
+        logs = {"node02": {"member": "logs/node02.log", "kept_head": head, "elided": elided}}
+        p = write(tmp_path / "b.ddpt", GOOD, manifest(GOOD, logs=logs))
+        b = open_bundle(p)
+        assert b.lines("node02") == ["hello"]
+        r = ddptui("report", str(p))
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_run_directory_with_wrong_types_or_bytes_is_read_as_far_as_it_goes(tmp_path: Path) -> None:
+    run = fake_run(tmp_path / "run", {"node02": "hello\nRuntimeError: boom\n"})
+    (run / "summary.json").write_text(json.dumps({"nodes": ["node02"], "findings": "none", "facts": [1],
+                                                  "started": 1e300}))
+    (run / "playbook.yaml").write_bytes(b"name: caf\xe9\n")  # not UTF-8
+    for args in (["report", str(run)], ["diagnose", str(run)], ["diff", str(run), str(run)],
+                 ["open", str(run), "--headless"], ["bundle", str(run), "-o", str(tmp_path / "r.ddpt")]):
+        r = ddptui(*args)
+        assert r.returncode in (0, 1) and "Traceback" not in r.stderr and r.stdout, (args, r.stderr)
+
+
+def test_diagnose_prints_no_terminal_escape_from_a_log(tmp_path: Path) -> None:
+    """A log line's OSC 52 (writes the clipboard) or OSC 0 (the window title) is the log's, not the
+    terminal's: the evidence printed has it stripped (as report and open do)."""
+    log = tmp_path / "n.log"
+    log.write_text("n:1:1 [0] NCCL WARN \x1b]52;c;cHduZWQ=\x07 bad \x1b]0;owned\x07\nRuntimeError: boom\n")
+    r = ddptui("diagnose", str(log))
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "NCCL WARN" in r.stdout, r.stdout

@@ -28,6 +28,7 @@ def _open(path: Path):
 
 def cmd_diagnose_bundle(args: argparse.Namespace) -> int:
     from .core.bundle.rediagnose import rediagnose
+    from .core.redact import strip_escapes
 
     if len(args.files) != 1:
         raise UsageError("diagnose: give one bundle (a .ddpt file) at a time")
@@ -43,9 +44,9 @@ def cmd_diagnose_bundle(args: argparse.Namespace) -> int:
             print("no findings: nothing in these logs matches a known failure")
         for f in findings:
             tag = "NEW " if f.id in new else ""
-            print(f"{tag}{f.severity.upper():7} {f.id} [{f.state}] — {f.summary}")
+            print(f"{tag}{f.severity.upper():7} {f.id} [{f.state}] — {strip_escapes(f.summary)}")
             for e in f.evidence[:6]:
-                print(f"          {e.node}:{e.line}: {e.text[:200]}")
+                print(f"          {e.node}:{e.line}: {strip_escapes(e.text[:200])}")  # a log's OSC 52 or title, not the terminal's
     return EXIT_FAIL if any(f.severity == "error" and f.state == "active" for f in findings) else EXIT_OK
 
 

@@ -208,6 +208,7 @@ def _revision_name(path: Path) -> str:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from .core.bundle.read import is_bundle_path
     from .core.diagnosis.offline import DiagnoseInputError, diagnose_paths
+    from .core.redact import strip_escapes
 
     if any(not p.is_dir() and is_bundle_path(p) for p in args.files):
         return cmd_diagnose_bundle(args)
@@ -221,9 +222,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         if not findings:
             print("no findings: nothing in these logs matches a known failure")
         for f in findings:
-            print(f"{f.severity.upper():7} {f.id} [{f.state}] — {f.summary}")
+            print(f"{f.severity.upper():7} {f.id} [{f.state}] — {strip_escapes(f.summary)}")
             for e in f.evidence[:6]:
-                print(f"          {e.node}:{e.line}: {e.text[:200]}")
+                print(f"          {e.node}:{e.line}: {strip_escapes(e.text[:200])}")  # a log's OSC 52 or title, not the terminal's
             if f.explanation:
                 print(f"          why: {f.explanation}")
             if f.fix:

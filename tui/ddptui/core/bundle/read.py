@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..logs.rundir import clean_summary
 from ..paths import safe_name
 from . import manifest as M
 from .manifest import BundleError
@@ -137,14 +138,14 @@ def open_run(path: str | Path) -> Bundle:
     if not path.is_dir():
         raise BundleError(f"{path}: not a run directory")
     try:
-        summary = json.loads(_read_text(path / M.SUMMARY) or "{}")
+        summary = clean_summary(json.loads(_read_text(path / M.SUMMARY) or "{}"))
     except ValueError:
         summary = {}
-    logs = run_log_names(path, summary if isinstance(summary, dict) else {})
+    logs = run_log_names(path, summary)
     if not logs and not (path / M.EVENTS).is_file():
         raise BundleError(f"{path}: not a run directory (no node logs, no events.jsonl)")
     b = Bundle(path, "run", {"format": "run-directory", "run_id": path.name},
-               playbook_text=_read_text(path / M.PLAYBOOK), summary=summary if isinstance(summary, dict) else {},
+               playbook_text=_read_text(path / M.PLAYBOOK), summary=summary,
                events=parse_events(_read_text(path / M.EVENTS)))
     for node, f in logs.items():
         lines = split_lines(_read_text(f))
@@ -261,20 +262,27 @@ def _json(members: dict[str, bytes], name: str, default: Any) -> Any:
     return val if isinstance(val, type(default)) else default
 
 
+def _count(v: Any) -> int:
+    """A count of lines from a manifest: a non-negative int, else 0."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+
+
 def _text(members: dict[str, bytes], name: str) -> str:
     return members.get(name, b"").decode("utf-8", errors="replace")
 
 
 def _build(path: Path, man: dict[str, Any], members: dict[str, bytes]) -> Bundle:
     b = Bundle(path, "bundle", man, playbook_text=_text(members, M.PLAYBOOK),
-               summary=_json(members, M.SUMMARY, {}), events=parse_events(_text(members, M.EVENTS)))
+               summary=clean_summary(_json(members, M.SUMMARY, {})), events=parse_events(_text(members, M.EVENTS)))
     logs = man.get("logs") if isinstance(man.get("logs"), dict) else {}
     for node, info in logs.items():
         if not isinstance(info, dict):
             continue
         member = str(info.get("member", ""))
         lines = split_lines(_text(members, member))
-        head, elided = int(info.get("kept_head") or 0), int(info.get("elided") or 0)
+        # counts from the manifest, held to what the member holds: a hostile `kept_head` of 10**9
+        # made a list of that many numbers
+        head, elided = min(_count(info.get("kept_head")), len(lines)), _count(info.get("elided"))
         if elided:
             b.elided[node] = (head, elided)
             numbers: list[int | None] = [*range(1, head + 1), None,
@@ -285,7 +293,8 @@ def _build(path: Path, man: dict[str, Any], members: dict[str, bytes]) -> Bundle
     for name in sorted(members):
         if name.startswith("revisions/"):
             b.revisions[name.split("/", 1)[1]] = _text(members, name)
-    b.findings = list(_json(members, M.FINDINGS, {}).get("findings") or [])
+    found = _json(members, M.FINDINGS, {}).get("findings")
+    b.findings = [f for f in found if isinstance(f, dict)] if isinstance(found, list) else []
     split_events(b)
     return b
 

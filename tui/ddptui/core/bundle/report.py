@@ -13,7 +13,10 @@ from .read import Bundle
 def _when(t: Any) -> str:
     if not isinstance(t, (int, float)):
         return "?"
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):  # a time no clock gives (a hand-edited or hostile file)
+        return "?"
 
 
 def _cell(v: Any) -> str:

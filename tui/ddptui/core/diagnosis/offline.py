@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from ..errors import DdptuiError
+from ..logs.rundir import clean_summary
 from ..slurm.output import OutputSplitter, looks_labeled, split_file
 from .engine import Engine
 from .model import Finding
@@ -30,8 +31,8 @@ class DiagnoseInputError(DdptuiError):
 
 def _summary(run: Path) -> dict:
     try:
-        return json.loads((run / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return clean_summary(json.loads((run / "summary.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
         return {}
 
 
@@ -50,16 +51,12 @@ def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None, f
                 try:
                     from ..playbook.loader import parse_playbook
 
-                    playbook = parse_playbook(pb.read_text(), str(pb))
+                    playbook = parse_playbook(pb.read_text(encoding="utf-8"), str(pb))
                     nnodes, min_busbw = len(playbook.nodes), playbook.bandwidth.min_busbw_gbps
-                except DdptuiError:
+                except (DdptuiError, OSError, ValueError):  # the playbook only says how many nodes
                     pass
-            summary = p / "summary.json"
-            if nnodes is None and summary.is_file():
-                try:
-                    nnodes = len(json.loads(summary.read_text()).get("nodes", {})) or None
-                except ValueError:
-                    pass
+            if nnodes is None:
+                nnodes = len(_summary(p).get("nodes") or {}) or None
         elif p.is_file():
             logs.append((p.stem, p))
         else:

@@ -186,3 +186,30 @@ class RunDir:
 
 def _nothing() -> None:
     return None
+
+
+_TIME_FIELDS = ("started", "ended")
+
+
+def _a_time(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v < 1e11
+
+
+def clean_summary(s: Any) -> dict[str, Any]:
+    """A summary.json as its readers take it for granted, from a file anybody may have written (a
+    bundle comes from elsewhere): a dict; `nodes` and `facts` dicts of a dict per node; `findings`
+    a list of dicts; times that are times. What has the wrong shape is left out, never guessed."""
+    if not isinstance(s, dict):
+        return {}
+    out = {k: v for k, v in s.items() if k not in _TIME_FIELDS or _a_time(v)}
+    for key in ("nodes", "facts"):
+        if key in s:
+            v = s[key]
+            out[key] = {n: {k: x for k, x in d.items() if k not in _TIME_FIELDS or _a_time(x)}
+                        for n, d in v.items() if isinstance(n, str) and isinstance(d, dict)} if isinstance(v, dict) else {}
+    for key in ("findings", "results"):
+        if key in s:
+            out[key] = [f for f in s[key] if isinstance(f, dict)] if isinstance(s[key], list) else []
+    if "steps" in s and not isinstance(s["steps"], dict):
+        out["steps"] = {}
+    return out
