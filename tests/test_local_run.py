@@ -134,3 +134,26 @@ async def test_tui_runs_the_local_playbook_and_both_results_reach_the_pane(runs_
         "connect", "check", "launch-master", "wait-master", "launch-workers", "watch"]
     assert any(x.startswith("$ env ") and "torch.distributed.run" in x for x in lines)  # the command, shown first
     assert_both_ranks_ok(results_of("\n".join(lines)))
+
+
+def test_a_missing_gloo_interface_on_one_node_is_found_by_check_and_fixed(runs_dir: Path, tmp_path: Path) -> None:
+    """One node, GLOO_SOCKET_IFNAME naming an interface it does not have: `check` passed it and the
+    launch failed ("no address for interface nosuch0"). check says bad-socket-ifname now, and fix
+    names lo, the interface a one-node job's ranks share; the fixed playbook's checks pass."""
+    pb = tmp_path / "bad.yaml"
+    pb.write_text(LOCAL.read_text().replace("GLOO_SOCKET_IFNAME: lo", "GLOO_SOCKET_IFNAME: nosuch0"))
+    assert "nosuch0" in pb.read_text()
+    r = subprocess.run([ddptui_exe(), "check", str(pb), "--json", "--runs-dir", str(runs_dir)],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 1, r.stdout + r.stderr
+    found = json.loads(r.stdout)["findings"]
+    assert [f["id"] for f in found] == ["bad-socket-ifname"] and found[0]["nodes"] == ["localhost"]
+    assert found[0]["fix"]["env"] == {"GLOO_SOCKET_IFNAME": "lo"}
+    r = subprocess.run([ddptui_exe(), "fix", str(pb), "--apply", "--runs-dir", str(runs_dir)],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    fixed = tmp_path / "bad.rev1.yaml"
+    assert "GLOO_SOCKET_IFNAME: lo" in fixed.read_text() and "nosuch0" not in fixed.read_text()
+    r = subprocess.run([ddptui_exe(), "check", str(fixed), "--runs-dir", str(runs_dir)],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -35,25 +35,22 @@ def loopback(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> list
 
 
 def interfaces(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> list[Finding]:
-    """The backend's socket interface: named but absent (bad-socket-ifname), or not the one that
-    routes to the master (wrong-interface)."""
+    """The backend's socket interface: named but absent (bad-socket-ifname: on one node too, where
+    the job fails just the same), or, between nodes, not the one that routes to the master
+    (wrong-interface)."""
     route_if = nf.route_to_master.get("interface")
-    if not route_if or not multi_node:
-        return []
     out = []
     for var, chosen, why_key in (("NCCL_SOCKET_IFNAME", nf.nccl_interface, "nccl-interface"),
                                  ("GLOO_SOCKET_IFNAME", nf.gloo_interface, "gloo-interface")):
         if (var.startswith("NCCL") and backend != "nccl") or (var.startswith("GLOO") and backend != "gloo"):
             continue
         why = nf.evidence.get(why_key, ("", ""))[1]
-        fix = Fix(env={var: route_if}, scope="nodes", per_node={node: {var: route_if}},
-                  explain=f"set {var} on each node to the interface that routes to the master"
-                          + ("" if var.startswith("GLOO") else " (a prefix: it also matches its .N VLANs; write "
-                                                               "=NAME for that name only)"))
         if var in nf.env and chosen is None:
             c, o = nf.evidence.get("addr", ("", ""))
             out.append(finding("bad-socket-ifname", [node], f"{node}: {var}={nf.env[var]} names no usable interface",
-                               [Evidence(node, 0, why, c)], fix=fix))
+                               [Evidence(node, 0, why, c)], fix=_ifname_fix(node, var, route_if, multi_node)))
+            continue
+        if not route_if or not multi_node:
             continue
         if var.startswith("GLOO") and var not in nf.env and any(F.is_loopback(a) for a in nf.hostname_resolves_to):
             continue  # loopback-hostname says it
@@ -64,8 +61,21 @@ def interfaces(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> li
                 f"{node}: {'NCCL' if var.startswith('NCCL') else 'Gloo'} would use {chosen}, but the master is "
                 f"reached through {route_if}",
                 [Evidence(node, 0, f"{why} → {chosen}", ""), Evidence(node, 0, o.strip(), c)],
-                severity="error" if chosen == "lo" else "warning", fix=fix))
+                severity="error" if chosen == "lo" else "warning", fix=_ifname_fix(node, var, route_if, multi_node)))
     return out
+
+
+def _ifname_fix(node: str, var: str, route_if: str | None, multi_node: bool) -> Fix:
+    """The interface to name: between nodes the one that routes to the master; on one node the
+    loopback serves (every rank is on it); between nodes with no route known, the user's to pick."""
+    target = route_if if multi_node else "lo"
+    if target is None:
+        return Fix(scope="manual", explain=f"set {var} to an interface the node has (`ip addr` lists them) "
+                                            "on the network the other nodes reach")
+    prefix = "" if var.startswith("GLOO") else " (a prefix: it also matches its .N VLANs; write =NAME for that name only)"
+    return Fix(env={var: target}, scope="nodes", per_node={node: {var: target}},
+               explain=(f"set {var} on each node to the interface that routes to the master" if multi_node else
+                        f"one node: set {var} to lo, the loopback interface every rank shares") + prefix)
 
 
 def fabric(node: str, nf: F.NodeFacts, backend: str | None) -> tuple[str, str, list[Finding]] | None:
