@@ -50,3 +50,16 @@ def test_a_failed_node_that_no_rule_explains_is_said_to_be_unrecognized(tmp_path
 def test_an_empty_folder_is_still_bad_input(tmp_path: Path) -> None:
     r = subprocess.run([ddptui_exe(), "diagnose", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "without node logs" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_counts_and_sizes_that_cannot_be_are_bad_input(tmp_path: Path) -> None:
+    """--nnodes -3 was taken (the engine told of a job of -3 nodes); --max-size of 400 digits was a
+    float infinity and an OverflowError traceback."""
+    log = tmp_path / "n.log"
+    log.write_text("hello\n")
+    for args in (["diagnose", str(log), "--nnodes", "-3"], ["diagnose", str(log), "--nnodes", "0"],
+                 ["diagnose", str(log), "--nnodes", "x"], ["bundle", str(tmp_path), "--max-size", "9" * 400],
+                 ["bundle", str(tmp_path), "--max-size", "0"]):
+        r = subprocess.run([ddptui_exe(), *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout == "", (args, r.stderr)
+        assert ("--nnodes" if "--nnodes" in args else "--max-size") in r.stderr

@@ -179,3 +179,30 @@ def test_no_slurm_here_is_bad_input(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 2, r.stderr
     assert "no Slurm here" in r.stderr
+
+
+# scontrol's words on a machine with Slurm's commands and no cluster (this VM, no slurm.conf), as it printed them
+NO_CLUSTER = """scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host
+scontrol: error: fetch_config: DNS SRV lookup failed
+scontrol: error: _establish_config_source: failed to fetch config
+scontrol: fatal: Could not establish a configuration source
+"""
+
+
+def test_slurms_commands_without_a_cluster_are_bad_input_too(tmp_path: Path) -> None:
+    """Exit 1 means the job failed; here there is no job to fail: exit 2, in one line that says so.
+    TEST DOUBLE: an `scontrol` on PATH printing what the real one printed on this machine."""
+    (tmp_path / "scontrol").write_text(f"#!/bin/sh\ncat >&2 <<'EOF'\n{NO_CLUSTER}EOF\nexit 1\n")
+    (tmp_path / "scontrol").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    r = subprocess.run([sys.executable, "-m", "ddptui", "attach", "12", "--headless", "--runs-dir", str(tmp_path / "r")],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 2 and "no Slurm cluster answers here" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("job_id", ["abc", "12x", "-1", "", "12_", "1 2"])
+def test_a_job_id_that_is_not_slurms_is_bad_input(job_id: str, tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "ddptui", "attach", job_id, "--headless", "--runs-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr

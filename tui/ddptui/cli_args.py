@@ -88,7 +88,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     d.add_argument("files", nargs="+", type=Path, metavar="FILE",
                    help="node logs (one per node of one job), a run directory, or a .ddpt bundle")
     d.add_argument("--json", action="store_true", help='print {"findings": [...]}')
-    d.add_argument("--nnodes", type=int, help="the job's node count, if the logs do not come from a run directory")
+    d.add_argument("--nnodes", type=_node_count, help="the job's node count, if the logs do not come from a run directory")
     _common(d)
     f = cmds.add_parser("fix", help="run the checks; show each fixable finding's diff; --apply writes a revision")
     f.add_argument("playbook", type=Path)
@@ -129,9 +129,19 @@ def _size(text: str) -> int:
     if not m:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (write e.g. 25MB, 500KB or 1000000)")
     unit = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[m.group(2).lower()]
-    n = int(float(m.group(1)) * unit)
-    if n <= 0:
-        raise argparse.ArgumentTypeError("the size must be greater than 0")
+    n = float(m.group(1)) * unit
+    if not 0 < n < 1 << 50:  # 400 digits were a float infinity, and int() of it a traceback
+        raise argparse.ArgumentTypeError(f"{text!r}: the size must be greater than 0 and under 1 PB")
+    return int(n)
+
+
+def _node_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= n <= 100_000:
+        raise argparse.ArgumentTypeError(f"{text}: the job's node count is 1 or more")
     return n
 
 

@@ -8,6 +8,7 @@ job, no Slurm here, its output not readable from here), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 
@@ -19,8 +20,8 @@ from .cli_args import EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED
 def cmd_attach(args: argparse.Namespace) -> int:
     from .cli_commands import _runs_dir
 
-    if not args.job_id.replace("_", "").replace("+", "").isalnum():
-        raise UsageError(f"{args.job_id!r} is not a Slurm job id")
+    if not re.fullmatch(r"\d+(?:_\d+|\+\d+)?", args.job_id):  # 123, an array task 123_4, a het part 123+1
+        raise UsageError(f"{args.job_id!r} is not a Slurm job id (a number, as squeue shows it)")
     runs_dir = _runs_dir(args)
     if not args.headless:
         return _tui(args, runs_dir)

@@ -75,6 +75,11 @@ def parse_record(line: str) -> dict[str, str]:
     return out
 
 
+# what scontrol says where Slurm's commands are installed but no slurm.conf or controller is reachable
+_NO_CLUSTER = ("Could not establish a configuration source", "failed to fetch config",
+               "Unable to contact slurm controller", "Could not open configuration file")
+
+
 def show_job(job_id: str, timeout: float = 15.0) -> dict[str, str]:
     """`scontrol show job -o ID`: JobState, NodeList, StdOut, Reason, Partition, RunTime, ...
     Raises NoSuchJob when Slurm does not know the id."""
@@ -83,6 +88,8 @@ def show_job(job_id: str, timeout: float = 15.0) -> dict[str, str]:
         if "Invalid job id" in (r.stderr + r.stdout):
             raise NoSuchJob(f"slurm job {job_id} does not exist (or has left slurmctld's memory): "
                             "`squeue -u $USER` lists your jobs")
+        if any(w in r.stderr for w in _NO_CLUSTER):  # the commands are installed, no cluster is configured here
+            raise NoSlurm(f"no Slurm cluster answers here (run this on the cluster's login node): scontrol: {said(r)}")
         raise SlurmError(f"scontrol show job {job_id}: {said(r)}")
     line = next((ln for ln in r.stdout.splitlines() if ln.strip()), "")
     return parse_record(line)
