@@ -157,3 +157,26 @@ def test_a_missing_gloo_interface_on_one_node_is_found_by_check_and_fixed(runs_d
     r = subprocess.run([ddptui_exe(), "check", str(fixed), "--runs-dir", str(runs_dir)],
                        capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+async def test_s_on_a_step_that_passed_is_refused_in_words(runs_dir: Path) -> None:
+    """`s` on a passed step re-marked it "skipped" and its result was gone from the list and the detail."""
+    from ddptui.ui.widgets.steps import StepTable
+
+    app = DdptuiApp(playbook=LOCAL, runs_dir=runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        await pilot.press("n")  # connect
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.runbook.states["connect"] == "passed"
+        screen.query_one(StepTable).select("connect")
+        await pilot.press("s")
+        await pilot.pause()
+        assert screen.runbook.states["connect"] == "passed"
+        assert any("connect passed already: nothing to skip" in n.message for n in app._notifications)
+        screen.query_one(StepTable).select("check")
+        await pilot.press("s")  # a pending step is still skipped
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.runbook.states["check"] == "skipped"

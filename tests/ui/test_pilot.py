@@ -6,6 +6,8 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
+from textual.widgets._footer import FooterKey
+
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.dialogs.quit import QuitDialog
 from ddptui.ui.screens.picker import PickerScreen
@@ -52,9 +54,13 @@ async def test_picker_lists_playbooks_and_opens_them(tmp_path: Path, runs_dir: P
         await pilot.press("down", "enter")
         assert isinstance(app.screen, ProblemsScreen)
         problems = app.screen.query_one("#problems", DataTable)
-        assert str(problems.get_row_at(0)[0]).endswith("b-bad.yaml:6:3")
+        assert str(problems.get_row_at(0)[0]) == "6:3"  # the file is the title's: the message gets the width
+        assert "b-bad.yaml" in str(app.screen.query_one("#problems-title").render())
+        await pilot.pause()
+        assert "escape" in {k.key for k in app.screen.query(FooterKey)} and app.sub_title == "playbook problems"
         await pilot.press("escape")
         assert isinstance(app.screen, PickerScreen)
+        assert app.sub_title == "pick a playbook"  # not the problems' title left over
         await pilot.press("up", "enter")
         assert isinstance(app.screen, PlaybookScreen) and app.screen.pb.name == "shell-steps"
 
@@ -73,7 +79,10 @@ async def test_bad_playbook_shows_problems_instead_of_starting(runs_dir: Path) -
     async with app.run_test(size=(140, 40)) as pilot:
         assert isinstance(app.screen, ProblemsScreen)
         assert app.screen.query_one("#problems", DataTable).row_count == 6
-        await pilot.press("escape")  # no picker under it to go back to: the problems stay
+        await pilot.pause()
+        footer = {k.key for k in app.screen.query(FooterKey)}  # what the footer draws
+        assert "escape" not in footer and "q" in footer  # no picker under it: no `esc Back` offered
+        await pilot.press("escape")  # and the key does nothing: the problems stay
         assert isinstance(app.screen, ProblemsScreen)
     assert not list(runs_dir.iterdir())  # nothing ran
 

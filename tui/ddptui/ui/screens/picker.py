@@ -42,8 +42,10 @@ class PickerScreen(Screen):
         yield Static("", id="picker-detail")  # the highlighted playbook's description (or problem), whole
         yield KeysFooter()
 
+    def on_screen_resume(self) -> None:
+        self.app.sub_title = "pick a playbook"  # also when back from a playbook's problems
+
     def on_mount(self) -> None:
-        self.app.sub_title = "pick a playbook"
         t = self.query_one("#picker", DataTable)
         t.add_columns("playbook", "file", "from", "description")
         for e in self.entries:

@@ -35,9 +35,10 @@ class ProblemsScreen(Screen):
     def on_mount(self) -> None:
         self.app.sub_title = "playbook problems"
         t = self.query_one("#problems", DataTable)
-        t.add_columns("where", "problem", "hint")
+        t.add_columns("line:col", "problem", "hint")  # the file is in the title: the message gets the width
         for p in self.error.problems:
-            t.add_row(p.location(), p.message, Text(p.hint, style="dim"))
+            where = p.location() if str(p.path) != str(self.error.path) else f"{p.line}:{p.col}"
+            t.add_row(where, p.message, Text(p.hint, style="dim"))
         t.focus()
         self._show(0)
 
@@ -50,6 +51,13 @@ class ProblemsScreen(Screen):
     def _hl(self, ev: DataTable.RowHighlighted) -> None:
         self._show(ev.cursor_row)
 
+    def _from_picker(self) -> bool:
+        return len(self.app.screen_stack) > 1 and isinstance(self.app.screen_stack[-2], PickerScreen)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`esc Back` only where there is a picker to go back to (`ddptui BAD.yaml` opens here first)."""
+        return self._from_picker() if action == "back" else True
+
     def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1 and isinstance(self.app.screen_stack[-2], PickerScreen):
+        if self._from_picker():
             self.app.pop_screen()  # back to the picker it was opened from

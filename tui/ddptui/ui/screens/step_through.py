@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from ...core.playbook.model import Playbook, Step
+from ...core.states import StepState
 from ..bridge import EventBridge
 from ..clipboard import copy_out
 from ..errors import error_words
@@ -143,6 +144,9 @@ class StepThroughScreen(Screen):
         if self._guard_busy():
             return
         sid = self._selected()
+        if sid and self.runbook.states.get(sid) == StepState.PASSED:  # skipping it would only forget its result
+            self.notify(f"{sid} passed already: nothing to skip (r runs it again)", timeout=5)
+            return
         if sid:
             self._work("skip", sid)
             steps = [s.id for s in self.pb.steps]
