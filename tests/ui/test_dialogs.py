@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from textual.app import App
 
 from ddptui.core.diagnosis.model import Evidence, Finding, Fix
@@ -50,7 +52,8 @@ async def test_host_key_and_passphrase_dialogs() -> None:
     assert await answer(lambda: PassphraseDialog("a", "~/.ssh/id"), "escape") == [None]
 
 
-async def test_every_button_and_the_whole_text_fit_at_100x30(tmp_path) -> None:
+@pytest.mark.parametrize("size", [(100, 30), (80, 24), (60, 20)])
+async def test_every_button_and_the_whole_text_fit(tmp_path, size) -> None:
     """The real app's CSS at its smallest size: the fix dialog scrolls its body, never its buttons;
     the quit dialog's words wrap instead of being cut; the host key is shown whole."""
     from ddptui.ui.app import DdptuiApp
@@ -59,7 +62,7 @@ async def test_every_button_and_the_whole_text_fit_at_100x30(tmp_path) -> None:
     long_diff = "--- a/x.yaml\n+++ b/x.yaml\n@@ -1,3 +1,4 @@\n" + "".join(f"     K{i}: v\n" for i in range(60))
     fp = "SHA256:ZS/REswhmD6SA98/i7K7lmItat0Pu16ZrzqoHxJIN8g"
     app = DdptuiApp(search_dirs=[("none", tmp_path)], runs_dir=tmp_path)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=size) as pilot:
         screen = app.screen.region
         for dialog, buttons in ((FixDialog(FINDING, long_diff, tmp_path / "x.yaml"), ("#apply", "#save", "#copy", "#cancel")),
                                 (QuitDialog(["node02", "node03", "node04"]), ("#stop", "#leave", "#cancel")),

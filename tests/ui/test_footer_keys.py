@@ -134,6 +134,8 @@ async def test_help_lists_every_key_of_the_screen_and_the_palette_has_every_acti
         assert shown["j"].description.startswith("Jump to evidence") and not shown["x"].now
         await pilot.press("question_mark")
         assert app.screen is screen
+        await pilot.press("1", "tab")  # a pane focused: its own keys come first, under a name a user reads
+        assert [title for title, _ in screen_keys(screen)][0] == "in the focused node pane"
         titles = {c.title for c in app.get_system_commands(screen)}
         assert {"Filter", "Chatter", "Find", "Fix", "Jump to evidence", "Open next pane", "Logs", "All nodes", "Checks",
                 "Findings", "Results", "Next pane", "Previous pane", "Run step", "Copy command"} <= titles

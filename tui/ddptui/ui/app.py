@@ -43,7 +43,7 @@ class DdptuiApp(App):
     CSS_PATH = "ddptui.tcss"
     # the screen gets -narrow below 120 columns (the step list becomes a rail), -wide from there
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (40, "-tall")]  # dialogs scroll their body sooner
+    VERTICAL_BREAKPOINTS = [(0, "-tiny"), (26, "-short"), (40, "-tall")]  # dialogs scroll their body sooner
     TITLE = "ddptui"
     BINDINGS = [Binding("question_mark", "help", "Keys", tooltip="Keys: every key of this screen, and what it does")]
 

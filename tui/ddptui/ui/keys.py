@@ -4,6 +4,8 @@ Nothing here is written by hand: a binding added to a screen shows up in both.""
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -49,6 +51,11 @@ def node_keys(node: DOMNode, only_shown: bool = False) -> Iterator[Key]:
                   b.show or bool(b.tooltip))
 
 
+def _words(class_name: str) -> str:
+    """NodePane -> "node pane": what a user calls it, not the class."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", class_name).lower()
+
+
 def screen_keys(screen: Screen) -> list[tuple[str, list[Key]]]:
     """Sections: the focused pane's keys (widgets' own advertised ones), the screen's, everywhere's."""
     out: list[tuple[str, list[Key]]] = []
@@ -56,7 +63,7 @@ def screen_keys(screen: Screen) -> list[tuple[str, list[Key]]]:
     while widget is not None and widget is not screen:
         keys = list(node_keys(widget, only_shown=True))
         if keys:
-            out.append((f"in the focused {type(widget).__name__}", keys))
+            out.append((f"in the focused {_words(type(widget).__name__)}", keys))
         widget = widget.parent
     out.append(("this screen", list(node_keys(screen))))
     app = screen.app

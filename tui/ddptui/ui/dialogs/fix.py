@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from ..widgets.buttons import DialogButtons
 from ...core.diagnosis.model import Finding
 from ..clipboard import copy_out
 
@@ -40,7 +41,7 @@ class FixDialog(ModalScreen[FixChoice]):
             yield Static(f"Fix {f.id}: {f.summary}", id="dialog-title")
             with VerticalScroll(id="dialog-body"):  # scrolls; the buttons below stay on screen
                 yield from self._body(f)
-            with Horizontal(id="dialog-buttons"):
+            with DialogButtons(id="dialog-buttons"):
                 yield Button("Apply and relaunch", variant="warning", id=FixChoice.APPLY_AND_RELAUNCH.value,
                              disabled=self.path is None)
                 yield Button("Save only", variant="success", id=FixChoice.SAVE_ONLY.value, disabled=self.path is None)

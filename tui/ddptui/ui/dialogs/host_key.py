@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+from ..widgets.buttons import DialogButtons
 
 
 class HostKeyDialog(ModalScreen[bool]):
@@ -23,7 +25,7 @@ class HostKeyDialog(ModalScreen[bool]):
             yield Static(f"{typ} key fingerprint is:")
             yield Static(fp, id="fingerprint")  # whole, on its own line: the user compares all of it
             yield Static("Compare it with the one the node's admin gave you. Accept it and save it to known_hosts?")
-            with Horizontal(id="dialog-buttons"):
+            with DialogButtons(id="dialog-buttons"):
                 yield Button("Accept and save", variant="warning", id="yes")
                 yield Button("Refuse", variant="primary", id="no")
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
+
+from ..widgets.buttons import DialogButtons
 
 
 class PassphraseDialog(ModalScreen[str | None]):
@@ -25,7 +27,7 @@ class PassphraseDialog(ModalScreen[str | None]):
         with Vertical(id="dialog"):
             yield Static(f"{self.node}: the key {self.path} needs its passphrase.", id="dialog-title")
             yield Input(password=True, placeholder="passphrase", id="passphrase")
-            with Horizontal(id="dialog-buttons"):
+            with DialogButtons(id="dialog-buttons"):
                 yield Button("Use it", variant="primary", id="ok")
                 yield Button("Skip this key", id="skip")
 

@@ -7,9 +7,11 @@ from enum import Enum
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+from ..widgets.buttons import DialogButtons
 
 
 class QuitChoice(Enum):
@@ -34,7 +36,7 @@ class QuitDialog(ModalScreen[QuitChoice]):
             yield Static(f"The job is running on {', '.join(self.running)}.", id="dialog-title")
             yield Static("Stop it on every node (TERM to its process group, then KILL), or leave it running: "
                         "each node then keeps the output in ~/.cache/ddptui/runs/<run>/<node>.log.")
-            with Horizontal(id="dialog-buttons"):
+            with DialogButtons(id="dialog-buttons"):
                 yield Button("Stop the job and quit", variant="error", id=QuitChoice.STOP.value)
                 yield Button("Leave it running", variant="warning", id=QuitChoice.LEAVE_RUNNING.value)
                 yield Button("Cancel", variant="primary", id=QuitChoice.CANCEL.value)

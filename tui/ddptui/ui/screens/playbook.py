@@ -183,7 +183,7 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
             grid.pane(ev.node).set_state(ev.state, ev.t)
             if grid.many_nodes and ev.state in (NodeStatus.FAILED, NodeStatus.LOST) and grid.open_pane == self.pb.master:
                 grid.open(ev.node)  # show the first node that went wrong
-            if ev.state.bad:
+            if ev.state.bad and self.app.screen is self:  # not over a dialog (a host key's): the pane says it
                 self.notify(f"{ev.node}: {ev.state} — {ev.message}", severity="error", timeout=8)
             if ev.state == NodeStatus.UNREACHABLE and ev.message:  # its pane would be empty: why, where one looks,
                 pane = grid.pane(ev.node)                          # wrapped to the pane (a log's lines do not wrap)
