@@ -305,3 +305,26 @@ def test_the_first_failure_is_the_first_seen_not_the_first_root_cause(tmp_path: 
     finally:
         rb.stop_job()
         rb.close()
+
+
+def test_a_step_that_ends_after_the_run_was_closed_does_not_rewrite_its_record(tmp_path: Path) -> None:
+    """Quit while a step ran: the step ended after the close and rewrote summary.json ("passed",
+    ok) under events.jsonl's last word, run-finished with the step "running" and not ok. A bundle of
+    that run told two stories. The record is final at the close: both say the same."""
+    pb = parse_playbook("name: late\ntransport: local\nnodes: [a]\njob: {script: builtin:smoke}\nsteps:\n"
+                        "  - {id: connect, kind: connect}\n  - {id: slow, kind: shell, run: 'sleep 1.5'}\n")
+    rb = Runbook(pb, lambda ev: None, tmp_path / "runs", lambda pb, node: LocalTransport(node))
+    assert rb.run_step("connect")
+    t = threading.Thread(target=rb.run_step, args=("slow",))
+    t.start()
+    deadline = time.monotonic() + 10
+    while rb.states["slow"] != StepState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.02)
+    rb.close()
+    t.join(30)
+    assert not t.is_alive() and rb.run_path is not None
+    summary = json.loads((rb.run_path / "summary.json").read_text())
+    last = json.loads((rb.run_path / "events.jsonl").read_text().splitlines()[-1])
+    assert last["event"] == "run-finished"
+    assert summary["steps"]["slow"] == last["summary"]["steps"]["slow"] == "running"
+    assert summary["ok"] is last["ok"] is False

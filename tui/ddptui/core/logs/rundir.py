@@ -82,6 +82,7 @@ class RunDir:
         self._sizes: dict[str, int] = {}  # bytes of each node's log
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
+        self.closed = False  # the run's record is final: its summary and events.jsonl's run-finished agree
         self.write_errors: dict[str, str] = {}  # what ("node04", "events.jsonl", "summary.json") -> why it stopped
         self.on_write_error: Callable[[str, Path, str], None] | None = None  # (what, path, why), once each
 
@@ -158,10 +159,14 @@ class RunDir:
         write_private(path, self.redactor.yaml_text(text))
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        """Replace summary.json atomically (readers never see half a file); any thread."""
+        """Replace summary.json atomically (readers never see half a file); any thread. Not after
+        close(): a step that ended after the user quit rewrote it ("check": "passed", "ok": true)
+        under events.jsonl's last word, run-finished with "check": "running", "ok": false."""
         text = json.dumps(self.redactor.obj(summary, "summary"), indent=2, default=str) + "\n"
         then = _nothing
         with self._summary_lock:
+            if self.closed:
+                return
             tmp = self.path / "summary.json.tmp"
             try:
                 write_private(tmp, text)
@@ -176,6 +181,8 @@ class RunDir:
         then()
 
     def close(self) -> None:
+        with self._summary_lock:
+            self.closed = True
         with self._lock:
             for f in (*self._logs.values(), *self._times.values(), self._events):
                 try:
