@@ -94,13 +94,23 @@ async def test_every_key_in_the_footer_does_what_it_says(tmp_path: Path) -> None
         assert screen.query_one("#find", Input).has_focus
         await pilot.press(*"bandwidth", "enter")
         assert "has 'bandwidth'" in str(screen.query_one("#status").render())
+        await pilot.pause()
+        log = alpha.log  # the pane searched (alpha's: focused by tab above): the line found is drawn marked
+        assert log.marked is not None and "bandwidth" in log.lines[log.marked]
+        row = log.marked - int(log.scroll_offset.y)
+        assert 0 <= row < log.size.height and all(seg.style and seg.style.reverse for seg in log.render_line(row)
+                                                   if seg.text.strip())
+        assert not any(seg.style and seg.style.reverse for seg in log.render_line(row + 1) if seg.text.strip())
         await pilot.press("escape")
+        assert log.marked is None  # the search is over: no mark left
         tested.add("slash")
         await pilot.press("4")
         findings_footer = footer_keys(screen)
         assert {"f", "j"} <= findings_footer and not {"v", "h", "slash"} & findings_footer
         await pilot.press("j")
         assert tabs.active == "tab-logs" and focused_node(app) == "beta"
+        beta = screen.pane_grid.pane("beta").log  # the evidence line is the one marked
+        assert beta.marked is not None and "NET/Socket : Using [0]lo" in beta.lines[beta.marked]
         tested.add("j")
         await pilot.press("4", "f")
         assert isinstance(app.screen, FixDialog)

@@ -179,6 +179,8 @@ class PaneGrid(TabPane):
         return pane, pane.find(text)
 
     def end_find(self) -> None:
+        if self._find_pane is not None:
+            self._find_pane.log.mark(None)
         self._find_pane, self._find_at = None, -1
 
 

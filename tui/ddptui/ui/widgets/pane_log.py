@@ -9,10 +9,14 @@ import re
 from collections.abc import Iterable
 
 from rich.cells import cell_len
+from rich.style import Style
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import Log
+
+MARKED = Style(reverse=True)
 
 # what str.splitlines (and so Textual's Log.write_lines) breaks a line at, besides "\n"
 _BREAK_CHARS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -64,6 +68,31 @@ class PaneLog(Log):
     `_update_size` is private: textual is pinned, and if it went this would only be unused.)"""
 
     _widest = 0  # the columns of the widest line of the write in progress (as_log_lines)
+    marked: int | None = None  # the line a find or a jump landed on (an index of `lines`): drawn reversed
+
+    def mark(self, index: int | None) -> None:
+        """Show which line `/` found or `j` jumped to: a status line naming "line 45" is no help in a
+        pane that shows no line numbers."""
+        if index != self.marked:
+            self.marked = index
+            self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        if self.marked is not None and self.scroll_offset.y + y == self.marked:
+            strip = strip.apply_style(MARKED)
+        return strip
+
+    def clear(self) -> PaneLog:
+        self.marked = None  # its lines are gone (a filter change refills the log)
+        return super().clear()
+
+    def _prune_max_lines(self) -> None:
+        before = len(self._lines)
+        super()._prune_max_lines()
+        if self.marked is not None:  # the oldest lines left: the mark moves with its line, or goes with it
+            self.marked -= before - len(self._lines)
+            self.marked = self.marked if self.marked >= 0 else None
 
     # Textual lays the whole screen out again whenever a widget's virtual size changes (the
     # reactive is `layout=True`): every write that adds lines to a log not yet full, and every

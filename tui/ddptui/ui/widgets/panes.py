@@ -248,6 +248,7 @@ class NodePane(Vertical):
         for i in list(range(after + 1, len(lines))) + list(range(0, after + 1)):
             if needle in lines[i] or shown in lines[i]:
                 self.log.scroll_to(y=max(0, i - 2), animate=False)
+                self.log.mark(i)
                 return i
         return None
 
