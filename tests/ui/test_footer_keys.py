@@ -279,3 +279,25 @@ async def test_an_unreachable_nodes_pane_says_why(tmp_path: Path) -> None:
         assert len(pane.buffer) > 1 and max(map(len, pane.buffer)) <= pane.log.scrollable_content_region.width
         assert pane.total_lines == 0  # not a line of the node's output
         assert not list(screen.pane_grid.pane("alpha").buffer)  # the other panes are untouched
+
+
+async def test_the_checks_grid_and_the_findings_are_reached_from_the_keyboard(tmp_path: Path) -> None:
+    """"select a cell to see the command and its output", said the Checks tab, while its arrows
+    moved the step list: 3 and 4 focus their table now."""
+    from ddptui.ui.widgets.steps import StepTable
+
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await start(pilot)
+        steps = screen.query_one(StepTable)
+        step_row = steps.cursor_row
+        await pilot.press("3")
+        matrix = screen.query_one("#matrix", DataTable)
+        assert app.focused is matrix
+        before = matrix.cursor_coordinate
+        await pilot.press("down", "right")
+        assert matrix.cursor_coordinate != before and steps.cursor_row == step_row
+        await pilot.press("4")
+        assert app.focused is screen.query_one("#findings", DataTable)
+        await pilot.press("1")
+        assert app.focused is steps  # back on the Logs tab: the step list, not nothing

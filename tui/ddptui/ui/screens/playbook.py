@@ -51,11 +51,11 @@ KEYS = [  # the screen's keys: the footer, `?` and the palette are made from the
             "own INFO lines (the log on disk keeps every line)"),
     Binding("slash", "find", "Find", tooltip="Find: a text in the focused pane"),
     Binding("o", "open_next_pane", "Open next", tooltip="Open next pane: the next node's (more than 4 nodes)"),
-    Binding("1", "tab('tab-logs')", "Logs", group=TABS, tooltip="Logs: one pane per node"),
-    Binding("2", "tab('tab-merged')", "All nodes", group=TABS, tooltip="All nodes: every line, merged"),
-    Binding("3", "tab('tab-checks')", "Checks", group=TABS, tooltip="Checks: nodes × checks"),
-    Binding("4", "tab('tab-findings')", "Findings", group=TABS, tooltip="Findings: what the diagnosis found"),
-    Binding("5", "tab('tab-results')", "Results", group=TABS, tooltip="Results: each rank's result, the bandwidth"),
+    Binding("1", "show_tab('tab-logs')", "Logs", group=TABS, tooltip="Logs: one pane per node"),
+    Binding("2", "show_tab('tab-merged')", "All nodes", group=TABS, tooltip="All nodes: every line, merged"),
+    Binding("3", "show_tab('tab-checks')", "Checks", group=TABS, tooltip="Checks: nodes × checks"),
+    Binding("4", "show_tab('tab-findings')", "Findings", group=TABS, tooltip="Findings: what the diagnosis found"),
+    Binding("5", "show_tab('tab-results')", "Results", group=TABS, tooltip="Results: each rank's result, the bandwidth"),
     Binding("tab", "cycle_pane(1)", "Pane", priority=True, tooltip="Next pane: focus the next node's pane"),
     Binding("shift+tab", "cycle_pane(-1)", "Previous pane", show=False, priority=True,
             tooltip="Previous pane: focus the previous node's pane"),
@@ -299,6 +299,16 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
         else:
             pane.log.focus()
             self._status(Text(f"{pane.node}: line {e.line} of its log"))
+
+    def action_show_tab(self, tab: str) -> None:
+        """1-5: the tab, and its table focused where it has one, so that the arrows and enter move
+        in the checks grid or the findings list (they moved the step list, out of sight)."""
+        self.action_tab(tab)
+        target = {"tab-checks": "#matrix", "tab-findings": "#findings"}.get(tab)
+        if target is not None:
+            self.query_one(target).focus()
+        elif self.focused is None:
+            self.query_one(StepTable).focus()
 
     def action_tab(self, tab: str) -> None:
         leaving = next((w for w in (self.focused.ancestors_with_self if self.focused else ())
