@@ -44,7 +44,7 @@ async def shoot_open(assets: Path) -> None:
     app = DdptuiApp(bundle=open_bundle(assets / "sample.ddpt"))
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause(0.3)
-        await pilot.press("0", "full_stop", "3")
+        await pilot.press("0", "full_stop", "4")  # the Findings tab
         await pilot.pause(0.3)
         app.save_screenshot(str(assets / "open-sample.svg"))
         print("open: at", f"{app.screen.t - app.screen.timeline.start:.1f}s", [f.id for f in app.screen.findings])
