@@ -63,3 +63,13 @@ def test_counts_and_sizes_that_cannot_be_are_bad_input(tmp_path: Path) -> None:
         r = subprocess.run([ddptui_exe(), *args], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout == "", (args, r.stderr)
         assert ("--nnodes" if "--nnodes" in args else "--max-size") in r.stderr
+
+
+def test_fix_of_an_id_ddptui_does_not_have_is_bad_input_before_any_check(tmp_path: Path) -> None:
+    """`fix --id nosuch` ran every check on every node, then said "the checks raised no nosuch",
+    exit 1: a typo cost a preflight. It is refused first, with the ids it may have meant."""
+    pb = Path(__file__).resolve().parents[2] / "playbooks" / "local-smoke.yaml"
+    r = subprocess.run([ddptui_exe(), "fix", str(pb), "--id", "ib-socket-mismach", "--runs-dir", str(tmp_path / "runs")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "no such diagnosis id" in r.stderr and "ib-socket-mismatch" in r.stderr, r.stderr
+    assert r.stdout == "" and not (tmp_path / "runs").exists()  # nothing was run

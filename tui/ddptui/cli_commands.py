@@ -4,6 +4,7 @@ once the arguments are read, so that `ddptui --help` loads none of it."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import signal
@@ -162,9 +163,14 @@ def _quiet_checks(args: argparse.Namespace, pb, ids: list[str]):
 
 def cmd_fix(args: argparse.Namespace) -> int:
     """Run the checks; show each fixable finding's diff; with --apply write one revision of them all."""
+    from .core.diagnosis.catalog import CATALOG
     from .core.fixes import NotFixable, propose, write_revision
     from .core.redact import Redactor
 
+    if args.id and args.id not in CATALOG:  # a typo: said before any node is asked anything
+        near = difflib.get_close_matches(args.id, list(CATALOG), n=3)
+        raise UsageError(f"--id {args.id}: no such diagnosis id" + (f" (did you mean {', '.join(near)}?)" if near
+                                                                     else "; README's Diagnosis ids lists them"))
     pb = _load(args.playbook)
     rb, _ = _quiet_checks(args, pb, _check_steps(pb))
     if rb is None:
