@@ -116,6 +116,7 @@ def test_over_max_size_logs_are_cut_further_and_then_refused(tmp_path: Path) -> 
     assert not (tmp_path / "no.ddpt").exists()
     r = ddptui("bundle", str(run), "-o", str(tmp_path / "no.ddpt"), "--max-size", "20KB")
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert "over --max-size 20.5 KB" in r.stderr, r.stderr  # not "0.0 MB"
 
 
 def test_bundle_of_a_folder_that_is_not_a_run_is_bad_input(tmp_path: Path) -> None:

@@ -54,15 +54,18 @@ def test_an_empty_folder_is_still_bad_input(tmp_path: Path) -> None:
 
 def test_counts_and_sizes_that_cannot_be_are_bad_input(tmp_path: Path) -> None:
     """--nnodes -3 was taken (the engine told of a job of -3 nodes); --max-size of 400 digits was a
-    float infinity and an OverflowError traceback."""
+    float infinity and an OverflowError traceback; --runs-dir '' put the run in the current folder,
+    --from '' ran from the start."""
     log = tmp_path / "n.log"
     log.write_text("hello\n")
     for args in (["diagnose", str(log), "--nnodes", "-3"], ["diagnose", str(log), "--nnodes", "0"],
                  ["diagnose", str(log), "--nnodes", "x"], ["bundle", str(tmp_path), "--max-size", "9" * 400],
-                 ["bundle", str(tmp_path), "--max-size", "0"]):
+                 ["bundle", str(tmp_path), "--max-size", "0"], ["run", str(log), "--runs-dir", ""],
+                 ["run", str(log), "--from", "", "--runs-dir", str(tmp_path / "r")]):
         r = subprocess.run([ddptui_exe(), *args], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout == "", (args, r.stderr)
-        assert ("--nnodes" if "--nnodes" in args else "--max-size") in r.stderr
+        assert next(a for a in args if a.startswith("--")) in r.stderr
+    assert not (tmp_path / "r").exists()  # nothing ran
 
 
 def test_fix_of_an_id_ddptui_does_not_have_is_bad_input_before_any_check(tmp_path: Path) -> None:

@@ -238,6 +238,8 @@ def test_cli_check_exit_codes_and_lines(tmp_path: Path, capsys: pytest.CaptureFi
     (["sbatch", "--check", "{tmp}/nope.sbatch"], "no such file"),
     (["sbatch", "--check", "{tmp}"], "is a folder"),
     (["sbatch", "--check", "{tmp}/binary"], "binary file"),
+    (["sbatch", "--check", "{tmp}/mine.yaml"], "not a batch script: sbatch wants #!"),  # sbatch refuses it too
+    (["sbatch", "--check", "{tmp}/empty"], "not a batch script"),
     (["sbatch", "{tmp}/nope.yaml"], "no such playbook file"),
     (["sbatch", "{bad}"], "nothing was run"),
     (["sbatch"], "give a PLAYBOOK"),
@@ -252,6 +254,7 @@ def test_cli_bad_input_is_one_clear_line_and_exit_2(argv: list[str], words: str,
     os.mkfifo(tmp_path / "fifo")
     mine = (DATA / "c10d.yaml").read_text()
     (tmp_path / "mine.yaml").write_text(mine)
+    (tmp_path / "empty").write_text("")
     bad = Path(__file__).resolve().parents[1] / "data" / "playbooks" / "bad" / "missing-field.yaml"
     assert main([a.format(tmp=tmp_path, bad=bad) for a in argv]) == 2
     cap = capsys.readouterr()

@@ -50,7 +50,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs-dir", type=Path, help="where runs are recorded (default: the user data folder)")
+    p.add_argument("--runs-dir", type=_folder, help="where runs are recorded (default: the user data folder)")
     p.add_argument("--ssh-config", type=Path, help="an ssh_config to use instead of ~/.ssh/config")
     p.add_argument("--accept-new-host-keys", action="store_true",
                    help="accept and save unknown host keys (like StrictHostKeyChecking=accept-new); "
@@ -81,7 +81,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     r = cmds.add_parser("run", help="run the whole playbook")
     r.add_argument("playbook", type=Path)
     r.add_argument("--headless", action="store_true", help="without the TUI: lines prefixed with their node")
-    r.add_argument("--from", dest="from_step", metavar="STEP", help="start at this step id")
+    r.add_argument("--from", dest="from_step", metavar="STEP", type=_nonempty, help="start at this step id")
     r.add_argument("--json", action="store_true", help="one JSON event per line")
     _common(r)
     d = cmds.add_parser("diagnose", help="offline diagnosis of saved logs, a run directory or a bundle")
@@ -133,6 +133,18 @@ def _size(text: str) -> int:
     if not 0 < n < 1 << 50:  # 400 digits were a float infinity, and int() of it a traceback
         raise argparse.ArgumentTypeError(f"{text!r}: the size must be greater than 0 and under 1 PB")
     return int(n)
+
+
+def _folder(text: str) -> Path:
+    if not text.strip():  # Path("") is ".": the runs would land in the current folder unasked
+        raise argparse.ArgumentTypeError("an empty folder name (the default is the user data folder: leave it out)")
+    return Path(text)
+
+
+def _nonempty(text: str) -> str:
+    if not text.strip():  # "" was taken as "from the start"
+        raise argparse.ArgumentTypeError("an empty step id (leave --from out to run from the start)")
+    return text
 
 
 def _node_count(text: str) -> int:

@@ -72,6 +72,10 @@ def read_script(path: Path) -> str:
         os.close(fd)
     if b"\0" in data:
         raise UsageError(f"{path}: is a binary file, not a batch script")
+    if not data.startswith(b"#!"):  # sbatch's own rule: it refuses such a file too
+        first = data.split(b"\n", 1)[0][:60].decode("utf-8", errors="replace")
+        raise UsageError(f"{path}:1: not a batch script: sbatch wants #! and an interpreter on the first line"
+                         + (f", not {first!r}" if first.strip() else " (the file starts empty)"))
     return data.decode("utf-8", errors="replace")  # comments in another encoding (GBK) must not stop the check
 
 

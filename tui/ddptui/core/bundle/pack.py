@@ -97,12 +97,16 @@ def pack(run_dir: str | Path, out: str | Path | None = None, *, max_size: int = 
         if len(data) <= max_size:
             break
         if node_cap is not None or cap // 2 < M.NODE_CAP_MIN:
-            raise BundleRefused(f"the bundle would be {len(data) / 1e6:.1f} MB, over --max-size "
-                                f"{max_size / 1e6:.1f} MB even with each node's log cut to {cap // 1024} KiB; "
-                                f"raise --max-size")
+            raise BundleRefused(f"the bundle would be {_size(len(data))}, over --max-size {_size(max_size)} even "
+                                f"with each node's log cut to {cap // 1024} KiB; raise --max-size")
         cap //= 2
     write_private(out, data)  # all or nothing, the owner's only: a bundle holds logs
     return PackResult(out, len(data), man)
+
+
+def _size(n: int) -> str:
+    """Bytes for a person: 1KB was "0.0 MB"."""
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} KB"
 
 
 def _refuse_ssh(run_dir: Path) -> None:
