@@ -36,6 +36,7 @@ from .allocation import AllocationView
 from .frames import Frames
 from .fixing import FixActions
 from .step_through import StepThroughScreen
+from .tabs import TabActions
 
 TABS = Binding.Group("Tabs", compact=True)
 FILTERS = Binding.Group("Filter", compact=True)  # v and h: one footer entry, so the footer keeps `?` at 100 columns
@@ -63,7 +64,7 @@ KEYS = [  # the screen's keys: the footer, `?` and the palette are made from the
 ]
 
 
-class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
+class PlaybookScreen(TabActions, Frames, AllocationView, FixActions, StepThroughScreen):
     """Step through a playbook; each node's output streams into its own pane.
 
     The footer shows the keys that do something now (`check_action`); `?` lists them all."""
@@ -211,6 +212,10 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
         elif isinstance(ev, E.Notice):
             self.notify(ev.text, severity="warning" if ev.level != "error" else "error")
 
+    @on(TabbedContent.TabActivated)
+    def _tab_clicked(self) -> None:
+        self.refresh_bindings()  # a tab chosen with the mouse changes the keys that apply too
+
     def _new_run_view(self) -> None:
         """Panes, merged log and results empty for the next run (the last one's are in its directory)."""
         self.pane_grid.reset()
@@ -300,24 +305,3 @@ class PlaybookScreen(Frames, AllocationView, FixActions, StepThroughScreen):
             pane.log.focus()
             self._status(Text(f"{pane.node}: line {e.line} of its log"))
 
-    def action_show_tab(self, tab: str) -> None:
-        """1-5: the tab, and its table focused where it has one, so that the arrows and enter move
-        in the checks grid or the findings list (they moved the step list, out of sight)."""
-        self.action_tab(tab)
-        target = {"tab-checks": "#matrix", "tab-findings": "#findings"}.get(tab)
-        if target is not None:
-            self.query_one(target).focus()
-        elif self.focused is None:
-            self.query_one(StepTable).focus()
-
-    def action_tab(self, tab: str) -> None:
-        leaving = next((w for w in (self.focused.ancestors_with_self if self.focused else ())
-                        if isinstance(w, TabPane)), None)
-        if leaving is not None and leaving.id != tab:
-            self.set_focus(None)  # focus left inside the tab being hidden would switch straight back to it
-        self.query_one(TabbedContent).active = tab
-        self.refresh_bindings()
-
-    @on(TabbedContent.TabActivated)
-    def _tab_clicked(self) -> None:
-        self.refresh_bindings()  # a tab chosen with the mouse changes the keys that apply too
