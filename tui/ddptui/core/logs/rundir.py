@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import UsageError
-from ..paths import private_dir, safe_name
+from ..paths import private_dir, safe_name, write_private
 from ..redact import Redactor
 from .lines import Chunk
 
@@ -40,11 +40,6 @@ def open_private(path: Path, mode: str = "a") -> IO:
     fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
     os.fchmod(fd, 0o600)
     return os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8")
-
-
-def write_private(path: Path, text: str) -> None:
-    with open_private(path, "w") as f:
-        f.write(text)
 
 
 class RunDirError(UsageError):
@@ -156,7 +151,7 @@ class RunDir:
         path = self.path / rel
         if path.parent != self.path:
             private_dir(path.parent)
-        write_private(path, self.redactor.yaml_text(text))
+        write_private(path, self.redactor.yaml_text(text).encode())
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         """Replace summary.json atomically (readers never see half a file); any thread. Not after
@@ -167,17 +162,11 @@ class RunDir:
         with self._summary_lock:
             if self.closed:
                 return
-            tmp = self.path / "summary.json.tmp"
             try:
-                write_private(tmp, text)
-                os.replace(tmp, self.path / "summary.json")
+                write_private(self.path / "summary.json", text.encode())
             except OSError as e:  # the last summary that could be written stays whole
                 with self._lock:
                     then = self._failed("summary.json", self.path / "summary.json", e)
-                try:
-                    tmp.unlink()
-                except OSError:
-                    pass
         then()
 
     def close(self) -> None:
