@@ -268,3 +268,37 @@ def test_sane_values_still_load(tmp_path: Path) -> None:
     pb = load_playbook(f)
     assert [n.name for n in pb.nodes] == ["gpu01", "gpu02", "gpu03"] and pb.job.env == (("A", "="), ("B", "<<"))
     assert sys.getrecursionlimit() >= 1000
+
+
+def test_ssh_config_dev_null_means_no_config_as_with_ssh_F(tmp_path: Path) -> None:
+    """`ssh -F /dev/null` is how one says "no config"; it was refused as "no such file"."""
+    f = tmp_path / "pb.yaml"
+    f.write_text(job(nodes="nodes:\n  - {name: a, host: 127.0.0.1, port: 1}\n"))
+    rc, out, err = cli("check", str(f), "--ssh-config", "/dev/null", "--runs-dir", str(tmp_path / "runs"))
+    assert rc == 1, (rc, out, err)  # it got as far as the node: nothing listens on port 1
+    assert "connection refused by 127.0.0.1:1" in out + err and "Traceback" not in out + err
+
+
+@pytest.mark.parametrize("which,words", [("missing", "no such file"), ("dir", "is a directory")])
+def test_an_ssh_config_that_is_not_a_file(tmp_path: Path, which: str, words: str) -> None:
+    f = tmp_path / "pb.yaml"
+    f.write_text(job())
+    cfg = tmp_path / which
+    if which == "dir":
+        cfg.mkdir()
+    rc, out, err = cli("check", str(f), "--ssh-config", str(cfg), "--runs-dir", str(tmp_path / "runs"))
+    assert rc == 2 and "Traceback" not in out + err
+    assert f"ddptui: --ssh-config {cfg}: {words}" in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("target,words", [("loop.yaml", "cannot read: Too many levels of symbolic links"),
+                                          ("gone.yaml", "is a symbolic link to gone.yaml, which does not exist")])
+def test_a_link_that_leads_nowhere_says_so(tmp_path: Path, target: str, words: str) -> None:
+    """Both were "no such playbook file", about a file the user can see in `ls`."""
+    f = tmp_path / "loop.yaml"
+    f.symlink_to(target)
+    for command in ("validate", "check"):
+        rc, out, err = cli(command, str(f), "--runs-dir", str(tmp_path / "runs"))
+        assert rc == 2 and "Traceback" not in out + err
+        assert f"{f}:1:1: {words}" in err, err

@@ -21,7 +21,7 @@ from .cli_args import EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED
 def _load(path: Path):
     from .core.playbook.loader import load_playbook
 
-    if not path.exists():
+    if not os.path.lexists(path):  # a link that leads nowhere: the loader says where it leads
         raise UsageError(f"{path}: no such playbook file")
     return load_playbook(path)
 
@@ -30,8 +30,11 @@ def _ssh_settings(args: argparse.Namespace, pb=None):
     from .core.transport.settings import SSHSettings
 
     cfg = args.ssh_config
-    if cfg is not None and not cfg.is_file():
-        raise UsageError(f"--ssh-config {cfg}: no such file")
+    if cfg is not None:  # `-F /dev/null`, as with ssh: no config at all
+        if cfg.is_dir():
+            raise UsageError(f"--ssh-config {cfg}: is a directory, not an ssh_config file")
+        if not cfg.exists():
+            raise UsageError(f"--ssh-config {cfg}: no such file")
     if pb is not None and any(n.transport == "ssh" for n in pb.nodes):  # a broken one is bad input: exit 2
         from .core.transport.ssh_config import _load_config
         _load_config(cfg)

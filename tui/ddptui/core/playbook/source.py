@@ -83,6 +83,8 @@ def read_text(path: str | Path) -> str:
     try:  # O_NONBLOCK: opening a FIFO with no writer must not hang before we can see it is one
         fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
+        if os.path.islink(where):
+            raise fail(f"is a symbolic link to {os.readlink(where)}, which does not exist") from None
         raise fail("no such file") from None
     except OSError as e:
         raise fail(f"cannot read: {e.strerror or e}") from None
