@@ -8,6 +8,7 @@ from textual.widgets import DataTable
 
 from textual.widgets._footer import FooterKey
 
+import ddptui
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.dialogs.quit import QuitDialog
 from ddptui.ui.screens.picker import PickerScreen
@@ -49,8 +50,8 @@ async def test_picker_lists_playbooks_and_opens_them(tmp_path: Path, runs_dir: P
         assert isinstance(app.screen, PickerScreen)
         table = app.screen.query_one("#picker", DataTable)
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert [r[0] for r in rows] == ["shell-steps", "b-bad"]
-        assert "unknown key 'nprocs_per_node'" in rows[1][3]
+        assert [r[0] for r in rows] == ["shell-steps", "✗ b-bad"]  # a playbook that does not load is marked
+        assert rows[1][3].startswith("does not load: 6:3: unknown key 'nprocs_per_node'")  # its row names the file
         await pilot.press("down", "enter")
         assert isinstance(app.screen, ProblemsScreen)
         problems = app.screen.query_one("#problems", DataTable)
@@ -68,10 +69,18 @@ async def test_picker_lists_playbooks_and_opens_them(tmp_path: Path, runs_dir: P
 async def test_picker_shows_the_shipped_examples(runs_dir: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)  # no ./playbooks here: only the config folder and the examples
     app = DdptuiApp(runs_dir=runs_dir)
-    async with app.run_test(size=(140, 40)):
+    async with app.run_test(size=(100, 30)) as pilot:
         table = app.screen.query_one("#picker", DataTable)
-        names = {str(table.get_row_at(i)[0]) for i in range(table.row_count)}
-        assert {"local-smoke", "three-nodes"} <= names
+        rows = {str(table.get_row_at(i)[0]): [str(c) for c in table.get_row_at(i)] for i in range(table.row_count)}
+        assert {"local-smoke", "three-nodes"} <= set(rows)
+        # an example by its name (its path is the installed package's, 50-90 characters): the
+        # description still fits at 100 columns; the line under the table gives the whole path
+        assert rows["local-smoke"][1:3] == ["local-smoke.yaml", "examples"]
+        ahead = sum(c.get_render_width(table) for c in list(table.columns.values())[:3])
+        assert ahead + 40 <= table.size.width, ahead  # 40 columns of description to read
+        await pilot.pause()
+        detail = str(app.screen.query_one("#picker-detail").render())
+        assert str(Path(ddptui.__file__).parent / "data" / "playbooks") in detail.replace("\n", "")
 
 
 async def test_bad_playbook_shows_problems_instead_of_starting(runs_dir: Path) -> None:

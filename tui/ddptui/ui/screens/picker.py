@@ -49,7 +49,8 @@ class PickerScreen(Screen):
         t = self.query_one("#picker", DataTable)
         t.add_columns("playbook", "file", "from", "description")
         for e in self.entries:
-            t.add_row(Text(e.name, style="bold"), _short(e.path), e.origin, _about(e), key=str(e.path))
+            t.add_row(Text(("✗ " if e.error else "") + e.name, style="bold red" if e.error else "bold"),
+                      _short(e.path, e.origin), e.origin, _about(e, where=False), key=str(e.path))
         if not self.entries:
             self.query_one("#picker-title", Static).update(
                 "No playbooks found. Put one in ./playbooks/ or pass a file: ddptui PLAYBOOK")
@@ -65,22 +66,34 @@ class PickerScreen(Screen):
     def _highlighted(self, ev: DataTable.RowHighlighted) -> None:
         if 0 <= ev.cursor_row < len(self.entries):
             e = self.entries[ev.cursor_row]
-            self.query_one("#picker-detail", Static).update(Text.assemble((e.name, "bold"), "  ", _about(e)))
+            self.query_one("#picker-detail", Static).update(
+                Text.assemble((e.name, "bold"), "  ", _about(e) if e.error else (_short(e.path), "dim"),
+                              *(() if e.error else ("  ", _about(e)))))
 
     @on(DataTable.RowSelected, "#picker")
     def _selected(self) -> None:
         self.action_open()
 
 
-def _about(e: PlaybookEntry) -> Text:
-    """Its description, or its problem (the file named as in the file column, not by its full path)."""
-    if e.error:
+def _about(e: PlaybookEntry, where: bool = True) -> Text:
+    """Its description, or its problem: with the file named as in the file column, or (`where`
+    False, in the table, whose row names the file) from its line:col on."""
+    if not e.error:
+        return Text(e.description)
+    if where:
         return Text(e.error.replace(str(e.path), _short(e.path)), style="red")
-    return Text(e.description)
+    what = e.error.removeprefix(f"{e.path}:")
+    return Text(f"does not load: {what}", style="red")
 
 
-def _short(p: Path) -> str:
-    try:
-        return str(p.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
+def _short(p: Path, origin: str = "") -> str:
+    """The path from here, or from ~; in the table (`origin` given) an example by its name (the
+    row's `from` says where, the line under the table gives the whole path)."""
+    if origin == "examples":
+        return p.name
+    for base, shown in ((Path.cwd(), ""), (Path.home(), "~/")):
+        try:
+            return shown + str(p.resolve().relative_to(base))
+        except ValueError:
+            pass
+    return str(p)
