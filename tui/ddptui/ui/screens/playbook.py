@@ -186,9 +186,9 @@ class PlaybookScreen(TabActions, Frames, AllocationView, FixActions, StepThrough
                 grid.open(ev.node)  # show the first node that went wrong
             if ev.state.bad and self.app.screen is self:  # not over a dialog (a host key's): the pane says it
                 self.notify(f"{ev.node}: {ev.state} — {ev.message}", severity="error", timeout=8)
-            if ev.state == NodeStatus.UNREACHABLE and ev.message:  # its pane would be empty: why, where one looks,
-                pane = grid.pane(ev.node)                          # wrapped to the pane (a log's lines do not wrap)
-                pane.write(textwrap.wrap(f"ddptui: {ev.node} is unreachable: {ev.message}",
+            if ev.state == NodeStatus.UNREACHABLE and ev.message:  # its pane would be empty: why, wrapped
+                pane = grid.pane(ev.node)  # (a log's lines do not); not "unreachable": a refused host key answered
+                pane.write(textwrap.wrap(f"ddptui: no connection to {ev.node}: {ev.message}",
                                          max(16, pane.log.scrollable_content_region.width - 1 or 80)), 0)
         elif isinstance(ev, E.CommandPlanned):
             self.commands[ev.node] = ev.command
