@@ -54,7 +54,15 @@ async def test_filters_find_and_merged_view(tmp_path: Path, runs_dir: Path) -> N
         merged = list(screen.query_one("#merged", Log).lines)
         assert merged == [f"alpha │ {x}" for x in ALPHA[:2]] + [f"beta │ {BETA[0]}"] + \
             [f"alpha │ {x}" for x in ALPHA[2:]] + [f"beta │ {BETA[1]}"]
+        glog = ("I1201 13:37:48.503000 31418 /usr/lib/python3/site-packages/torch/distributed/elastic/agent/"
+                "server/api.py:513] [default] Starting worker group")
+        screen.bridge.push(NodeOutput("beta", (glog,), 3))  # torch's prefix, folded in both views
+        await pilot.pause(0.1)
+        folded = "I1201 13:37:48 server/api] [default] Starting worker group"
+        assert list(screen.query_one("#merged", Log).lines)[-1] == f"beta │ {folded}"
         await pilot.press("1")
+        await pilot.pause()
+        assert list(screen.query_one("#pane-beta", NodePane).log.lines)[-1] == folded
         seen = []
         for _ in range(6):  # no launcher INFO, NCCL, warnings+errors, rank 0, rank 1, all
             await pilot.press("v")

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..core.events import Event, NodeOutput
+from ..core.logs.classify import fold
 from ..core.logs.lines import last, newest
 from .input_first import InputFirst
 
@@ -144,7 +145,7 @@ class EventBridge:
         for ev in reversed(chunks):
             if need <= 0:
                 break
-            parts.append([f"{ev.node} │ {x}" for x in last(ev.lines, need)])
+            parts.append([f"{ev.node} │ {fold(x)}" for x in last(ev.lines, need)])  # torch's prefix as a pane folds it
             need -= len(parts[-1])
         out.merged = [x for part in reversed(parts) for x in part]
         return out
