@@ -41,3 +41,21 @@ async def test_findings_and_checks_fit_100_columns(tmp_path: Path) -> None:
         await pilot.pause(0.1)
         evidence = str(screen.query_one("#evidence").render())
         assert evidence.startswith("gamma · shm: ! warn") and "/dev/shm is 64 MiB" in evidence
+
+
+async def test_below_80_columns_the_rail_is_icons_and_names(tmp_path: Path) -> None:
+    """At 60x20 the 30-column rail left the panes 29 columns; the state column repeats the icon."""
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(60, 20)) as pilot:
+        screen = app.screen
+        await pilot.pause(0.1)
+        assert screen.has_class("-cramped") and not screen.has_class("-narrow")
+        steps = screen.query_one("#steps", DataTable)
+        assert not steps.show_horizontal_scrollbar  # the cut state column is not a row of scrollbar
+        names = [str(steps.get_row_at(i)[1]) for i in range(steps.row_count)]
+        assert max(map(len, names)) + 4 <= steps.scrollable_content_region.width  # icon and name whole
+        assert screen.query_one("#left").outer_size.width == 22
+        assert screen.query_one("#step-detail").size.height >= 2  # the selected step still says what it is
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause(0.1)
+        assert screen.has_class("-narrow") and screen.query_one("#left").outer_size.width == 31

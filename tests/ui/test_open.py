@@ -256,3 +256,23 @@ async def test_the_shipped_sample_opens(tmp_path: Path) -> None:
         assert all(str(s.pane_grid.pane(n).state) == "exited" for n in ("node02", "node03"))
         await pilot.press("0", "full_stop")
         assert [f.id for f in s.findings] == ["ib-socket-mismatch"] and s.t < s.timeline.end
+
+
+@pytest.mark.parametrize("width,hints", [(64, 1), (100, 3), (160, 6)])
+async def test_the_timeline_names_whole_keys_at_every_width(width: int, hints: int) -> None:
+    """The bar's key hints were cut mid-word at 64 and 100 columns ("· 0" and nothing after), and the
+    footer offered `] Faster` without its `[`: now as many whole hints as leave the bar 10 cells, and
+    the footer's speed key is the pair."""
+    from ddptui.ui.widgets.footer import KeysFooter
+    from ddptui.ui.widgets.timeline import HINTS, TimelineBar
+
+    sample = Path(__file__).resolve().parents[2] / "assets" / "sample.ddpt"
+    app = DdptuiApp(bundle=open_bundle(sample))
+    async with app.run_test(size=(width, 30)) as pilot:
+        await pilot.pause(0.2)
+        text = str(app.screen.query_one(TimelineBar).render())
+        assert text.rstrip().endswith("  " + " · ".join(HINTS[:hints])), text
+        assert text.count("━") + text.count("─") + text.count("╋") + text.count("●") >= 10  # the bar itself
+        if width >= 100:
+            footer = " ".join(str(k.render()) for k in app.screen.query_one(KeysFooter).query("FooterKey"))
+            assert "[ ] Speed" in footer and "Faster" not in footer

@@ -41,8 +41,9 @@ def _playbook_screens(screens: Iterable[Screen]) -> list[PlaybookScreen]:
 
 class DdptuiApp(App):
     CSS_PATH = "ddptui.tcss"
-    # the screen gets -narrow below 120 columns (the step list becomes a rail), -wide from there
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # the screen gets -narrow below 120 columns (the step list becomes a rail), -wide from there;
+    # -cramped below 80: what -narrow does, with a rail of icons and names (the state column is the icon's word)
+    HORIZONTAL_BREAKPOINTS = [(0, "-cramped"), (80, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-tiny"), (26, "-short"), (40, "-tall")]  # dialogs scroll their body sooner
     TITLE = "ddptui"
     BINDINGS = [Binding("question_mark", "help", "Keys", tooltip="Keys: every key of this screen, and what it does")]

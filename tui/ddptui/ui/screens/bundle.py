@@ -39,7 +39,8 @@ class BundleScreen(ReadOnlyActions, PlaybookScreen):
 
     BINDINGS = [
         Binding("space", "play_pause", "Play/pause", tooltip="Play / pause the replay: from where the timeline is"),
-        Binding("right_square_bracket", "faster", "Faster", tooltip="Faster: replay up to 64×"),
+        Binding("right_square_bracket", "faster", "Speed", key_display="[ ]",  # the pair, as one key in the footer
+                tooltip="Faster: replay up to 64×"),
         Binding("left_square_bracket", "slower", "Slower", show=False, tooltip="Slower: replay down to 1×"),
         Binding("full_stop", "next_mark", "Next finding", tooltip="Next finding or failure: jump to it"),
         Binding("e", "to_end", "End", show=False, tooltip="Jump to the end: everything the run recorded"),

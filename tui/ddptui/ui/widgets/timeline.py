@@ -17,6 +17,10 @@ def clock_text(seconds: float) -> str:
     return f"{int(m):02d}:{s:04.1f}" if m < 60 else f"{int(m // 60)}h{int(m % 60):02d}:{int(s):02d}"
 
 
+HINTS = ("space play/pause", "[ ] speed", ". next finding", "0 start", "e end", "w save playbook")
+MIN_BAR = 10  # cells of the bar itself: the hints that would leave it fewer are left to `?`
+
+
 class TimelineBar(Static):
     DEFAULT_CSS = """
     TimelineBar { height: 1; padding: 0 1; background: $panel; }
@@ -33,8 +37,12 @@ class TimelineBar(Static):
         head.append("▶ playing" if playing else "■ paused ", style="bold green" if playing else "bold")
         head.append(f" {speed:>2}×  ", style="cyan")
         head.append(f"{clock_text(t - start)} / {clock_text(end - start)}  ")
-        keys = Text("  space play/pause · [ ] speed · . next finding · 0 start · e end · w save playbook", style="dim")
-        width = max(10, (self.size.width or 120) - 2 - head.cell_len - keys.cell_len)
+        room = (self.size.width or 120) - head.cell_len  # size: inside the padding
+        shown = list(HINTS)  # as many of the keys as leave the bar MIN_BAR cells, the first ones first
+        while shown and room - len("  " + " · ".join(shown)) < MIN_BAR:
+            shown.pop()
+        keys = Text("  " + " · ".join(shown) if shown else "", style="dim")
+        width = max(10, room - keys.cell_len)
         at = round((t - start) / span * (width - 1))
         cells = [("━" if i <= at else "─", "green" if i <= at else "dim") for i in range(width)]
         for m in marks:  # the findings and failures, where they happened
