@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import stat
 import zipfile
 from pathlib import Path
@@ -216,3 +217,14 @@ def test_diagnose_prints_no_terminal_escape_from_a_log(tmp_path: Path) -> None:
     log.write_text("n:1:1 [0] NCCL WARN \x1b]52;c;cHduZWQ=\x07 bad \x1b]0;owned\x07\nRuntimeError: boom\n")
     r = ddptui("diagnose", str(log))
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "NCCL WARN" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("command", ["report", "diagnose", "open"])
+def test_a_pipe_or_a_device_is_named_as_one(command: str, tmp_path: Path) -> None:
+    """`diagnose /dev/null` and `report FIFO` said "no such file" about paths that exist."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for p in (fifo, Path("/dev/null")):
+        r = ddptui(command, str(p), *(["--headless"] if command == "open" else []), timeout=30)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.startswith(f"ddptui: {p}: is not a regular file (a pipe, a device or a socket)"), r.stderr

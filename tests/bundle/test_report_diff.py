@@ -96,3 +96,25 @@ def test_diagnose_a_bundle_keeps_the_original_line_numbers_past_the_elided_part(
     lines = text.splitlines()
     ev = [e for f in findings for e in f.evidence if e.line]
     assert ev and all(lines[e.line - 1] == e.text or e.text in lines[e.line - 1] for e in ev)
+
+
+@needs_torch
+def test_diagnose_gives_a_bundle_the_verdict_of_its_run_directory(tmp_path: Path) -> None:
+    """A real `check` that fails (GLOO_SOCKET_IFNAME names no interface) leaves no node log, only the
+    check's finding: `diagnose RUN` said bad-socket-ifname and exit 1, `diagnose` of its bundle said
+    "no findings" and exit 0 (it fed the logs alone). And a failed node's exit code with logs that
+    do not say why: unrecognized-failure from both."""
+    pb = tmp_path / "ifname.yaml"
+    pb.write_text("name: ifname\ntransport: local\nnodes: localhost\njob:\n  script: builtin:smoke\n"
+                  "  backend: gloo\n  env: {GLOO_SOCKET_IFNAME: nosuch0}\n")
+    r = ddptui("check", str(pb), "--runs-dir", str(tmp_path / "runs"), timeout=240)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (checked,) = (tmp_path / "runs").iterdir()
+    assert (checked / "localhost.log").read_text() == ""  # a log per node, as the contract says
+    failed = fake_run(tmp_path / "failed", {"node02": "step 1 loss 0.3\n", "node03": "step 1 loss 0.3\n"})
+    for run, want in ((checked, {"bad-socket-ifname"}), (failed, {"unrecognized-failure"})):
+        of_run = ddptui("diagnose", str(run), "--json")
+        of_bundle = ddptui("diagnose", str(pack(run, tmp_path / f"{run.name}.ddpt").path), "--json")
+        ids = [{f["id"] for f in json.loads(r.stdout)["findings"]} for r in (of_run, of_bundle)]
+        assert ids == [want, want], (of_run.stdout, of_bundle.stdout)
+        assert of_run.returncode == of_bundle.returncode == 1

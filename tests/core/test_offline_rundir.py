@@ -76,3 +76,17 @@ def test_fix_of_an_id_ddptui_does_not_have_is_bad_input_before_any_check(tmp_pat
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no such diagnosis id" in r.stderr and "ib-socket-mismatch" in r.stderr, r.stderr
     assert r.stdout == "" and not (tmp_path / "runs").exists()  # nothing was run
+
+
+def test_a_run_that_stops_before_any_output_has_a_log_per_node(tmp_path: Path) -> None:
+    """The contract's "one <node>.log per node": a run stopped by a failed check or an unreachable
+    node left only events.jsonl, playbook.yaml and summary.json. Every node the summary names has
+    its log, empty if it printed nothing; one that printed keeps what it printed."""
+    from ddptui.core.logs.rundir import RunDir
+
+    rd = RunDir(tmp_path, "early", "name: early\n")
+    rd.append("node02", ["connected"])
+    rd.write_summary({"nodes": {"node02": {"state": "connected"}, "node03": {"state": "unreachable"}}})
+    rd.close()
+    assert (rd.path / "node02.log").read_text() == "connected\n"
+    assert (rd.path / "node03.log").read_text() == "" and (rd.path / "node03.times").is_file()

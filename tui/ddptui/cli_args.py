@@ -63,9 +63,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "Get multi-node PyTorch jobs running from a login node. With no command, opens the TUI: "
         "the playbook picker, or PLAYBOOK ready to step through."),
         epilog="commands (headless): validate PLAYBOOK · check PLAYBOOK [--json] · "
-               "run PLAYBOOK --headless [--from STEP] [--json] · diagnose FILE... [--json] · "
-               "fix PLAYBOOK [--id ID] [--apply] · open BUNDLE [--headless] · sbatch PLAYBOOK [-o FILE] · "
-               "sbatch --check FILE · attach JOBID [--headless].  `ddptui COMMAND --help` for more.")
+               "run PLAYBOOK --headless [--from STEP] [--json] · diagnose FILE... [--nnodes N] [--json] · "
+               "fix PLAYBOOK [--id ID] [--apply] · bundle RUN_DIR [-o FILE] · report RUN · diff RUN RUN · "
+               "open BUNDLE [--headless] · sbatch PLAYBOOK [-o FILE] · sbatch --check FILE [--json] · "
+               "attach JOBID [--headless] [--json].  `ddptui COMMAND --help` for more.")
     top.add_argument("playbook", nargs="?", type=Path, help="a playbook YAML file")
     _common(top)
 

@@ -215,7 +215,8 @@ def _manifest(zf: zipfile.ZipFile, names: set[str]) -> dict[str, Any]:
 def read_members(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The manifest and every member's bytes, each checked against the manifest's size and sha256."""
     if not path.is_file():
-        raise BundleError("no such file")
+        raise BundleError("is not a regular file (a pipe, a device or a socket): give a .ddpt bundle or a run directory"
+                          if path.exists() else "no such file")
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from ..diagnosis.engine import Engine
+from ..diagnosis.offline import feed_exits, with_stored
 from ..errors import DdptuiError
 from ..diagnosis.model import Finding
 from .read import Bundle
 
 
 def rediagnose(b: Bundle) -> tuple[list[Finding], set[str]]:
-    """The findings today's engine gives on the bundle's logs, and the ids the bundle did not have."""
+    """The findings today's engine gives on the bundle's logs, with what the run recorded that no
+    log shows (exit codes, the checks' findings), as `diagnose RUN_DIR` gives them; and the ids the
+    bundle did not have."""
     engine = Engine(expected_nnodes=len(b.nodes) or None, min_busbw_gbps=_min_busbw(b.playbook_text))
+    feed_exits(engine, b.summary)
     for node, timed in b.node_logs.items():
         lines = [text for _, text in timed]
         after, count = b.elided.get(node, (0, 0))
@@ -19,7 +23,7 @@ def rediagnose(b: Bundle) -> tuple[list[Finding], set[str]]:
             engine.feed(node, lines[after + 1:], after + count + 1)
         else:
             engine.feed(node, lines, 1)
-    findings = engine.finish()
+    findings = with_stored(engine.finish(), b.findings)
     stored = {f.get("id") for f in b.findings if isinstance(f, dict)}
     return findings, {f.id for f in findings if f.id not in stored}
 

@@ -59,6 +59,9 @@ def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None, f
                 nnodes = len(_summary(p).get("nodes") or {}) or None
         elif p.is_file():
             logs.append((p.stem, p))
+        elif p.exists():  # a pipe would be read to its end, or wait for ever for a writer
+            raise DiagnoseInputError(f"{p}: is not a regular file (a pipe, a device or a socket); "
+                                     "give log files or a run directory")
         else:
             raise DiagnoseInputError(f"{p}: no such file or directory")
     names = [n for n, _ in logs]
@@ -88,9 +91,7 @@ def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding
     engine = Engine(expected_nnodes=nnodes or found_nnodes, min_busbw_gbps=min_busbw)
     runs = [_summary(p) for p in paths if p.is_dir()]
     for s in runs:
-        for node, d in (s.get("nodes") or {}).items():
-            if d.get("state") == "failed" and isinstance(d.get("exit_code"), int) and d["exit_code"] != 0:
-                engine.node_exited(node, d["exit_code"])
+        feed_exits(engine, s)
     for node, path in logs:
         if path in paths and looks_labeled(path):  # one Slurm batch output: the logs of its nodes
             _feed_labeled(engine, path)
@@ -113,10 +114,26 @@ def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding
         except OSError as e:
             raise DiagnoseInputError(f"{path}: cannot read: {e.strerror}") from None
     found = engine.finish()
-    ids = {f.id for f in found}
     for s in runs:
-        for d in s.get("findings") or ():
-            if isinstance(d, dict) and d.get("id") and d["id"] not in ids:
-                found.append(Finding.from_json(d))
-                ids.add(d["id"])
+        found = with_stored(found, s.get("findings") or ())
     return found
+
+
+def feed_exits(engine: Engine, summary: dict) -> None:
+    """A run's record (summary.json, cleaned) of each node that failed with an exit code, as the
+    live run told the engine."""
+    for node, d in (summary.get("nodes") or {}).items():
+        if d.get("state") == "failed" and isinstance(d.get("exit_code"), int) and d["exit_code"] != 0:
+            engine.node_exited(node, d["exit_code"])
+
+
+def with_stored(found: list[Finding], stored) -> list[Finding]:
+    """The logs' findings, and those the run recorded that no log shows (the checks', the runner's
+    own such as master-not-started), unless the logs gave the same id."""
+    ids = {f.id for f in found}
+    out = list(found)
+    for d in stored:
+        if isinstance(d, dict) and d.get("id") and d["id"] not in ids:
+            out.append(Finding.from_json(d))
+            ids.add(d["id"])
+    return out

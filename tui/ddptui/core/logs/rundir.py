@@ -162,12 +162,24 @@ class RunDir:
         with self._summary_lock:
             if self.closed:
                 return
+            self._every_node_has_a_log(summary.get("nodes") or ())
             try:
                 write_private(self.path / "summary.json", text.encode())
             except OSError as e:  # the last summary that could be written stays whole
                 with self._lock:
                     then = self._failed("summary.json", self.path / "summary.json", e)
         then()
+
+    def _every_node_has_a_log(self, nodes) -> None:
+        """A node the run names has its log, empty if it never printed (a check failed, it could not
+        be reached): the run's folder holds one `<node>.log` per node, as readers count on."""
+        with self._lock:
+            for node in nodes:
+                if node not in self._logs and node not in self.write_errors:
+                    try:
+                        self._write_log(node, 1, Chunk(b"", 0))
+                    except OSError:  # no log to make on a full disk: the summary still says why
+                        pass
 
     def close(self) -> None:
         with self._summary_lock:
