@@ -241,19 +241,20 @@ def test_a_python_gone_after_validation_fails_the_step_in_words(tmp_path: Path) 
     assert failed and f"localhost: cannot start '{py}': No such file or directory" in failed[-1].message
 
 
-@pytest.mark.parametrize("config,words", [
-    ("Host a\n  HostName\n", "Unparsable line HostName"),
-    ("Match foo\n", "Missing parameter to Match 'foo' keyword"),
-    ("Host a\n  Port abc\n", "port 'abc' is not a number"),
+@pytest.mark.parametrize("config,line,words", [
+    ("Host b\n  HostName b.example\nHost a\n  HostName\n", 4, "Unparsable line HostName"),
+    ("# Match foo\nMatch foo\n", 2, "Missing parameter to Match 'foo' keyword"),
+    ("Host b\n  Port 22\nHost a\n  Port = abc\n", 4, "port 'abc' is not a number"),
 ])
-def test_a_malformed_ssh_config_is_named_with_why(tmp_path: Path, config: str, words: str) -> None:
+def test_a_malformed_ssh_config_is_named_with_why(tmp_path: Path, config: str, line: int, words: str) -> None:
+    """Where, by line (paramiko's words number none), and why."""
     cfg = tmp_path / "ssh_config"
     cfg.write_text(config)
     f = tmp_path / "pb.yaml"
     f.write_text(job())
     rc, out, err = cli("check", str(f), "--ssh-config", str(cfg), "--runs-dir", str(tmp_path / "runs"))
     assert rc == 2 and "Traceback" not in out + err
-    assert f"ddptui: ssh_config {cfg}: cannot use it: {words}" in err
+    assert f"ddptui: ssh_config {cfg}:{line}: cannot use it: {words}" in err
     assert not (tmp_path / "runs").exists()
 
 
@@ -302,3 +303,15 @@ def test_a_link_that_leads_nowhere_says_so(tmp_path: Path, target: str, words: s
         rc, out, err = cli(command, str(f), "--runs-dir", str(tmp_path / "runs"))
         assert rc == 2 and "Traceback" not in out + err
         assert f"{f}:1:1: {words}" in err, err
+
+
+def test_the_common_flags_may_come_before_the_command(tmp_path: Path) -> None:
+    """`ddptui --runs-dir X check PB` (git's order) was "unrecognized arguments: PB", exit 2."""
+    f = tmp_path / "pb.yaml"
+    f.write_text(job(nodes="nodes:\n  - {name: a, host: 127.0.0.1, port: 1}\n"))
+    rc, out, err = cli("--runs-dir", str(tmp_path / "runs"), "--ssh-config=/dev/null", "check", str(f))
+    assert rc == 1 and "connection refused by 127.0.0.1:1" in out + err, (rc, out, err)
+    assert len(list((tmp_path / "runs").iterdir())) == 1  # the run went where the flag said
+    with pytest.raises(SystemExit) as e:  # anything else is still the parser's to refuse
+        cli("--bogus", "check", str(f))
+    assert e.value.code == 2

@@ -13,7 +13,7 @@ from .cli_args import EXIT_FAIL, EXIT_USAGE, SUBCOMMANDS, build_parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _flags_after_command(list(sys.argv[1:] if argv is None else argv))
     top, sub = build_parser()
     is_sub = bool(argv) and argv[0] in SUBCOMMANDS
     try:
@@ -35,6 +35,25 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAIL
     except BrokenPipeError:
         return EXIT_FAIL
+
+
+_VALUED = ("--runs-dir", "--ssh-config")  # the common flags, which every subcommand takes too
+
+
+def _flags_after_command(argv: list[str]) -> list[str]:
+    """`ddptui --runs-dir X check PB`, as `ddptui check PB --runs-dir X` (git's order: it was
+    "unrecognized arguments: PB"). Only the common flags move; anything else is left to the parser."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("--"):
+        if argv[i] in _VALUED:
+            i += 2
+        elif argv[i].startswith(tuple(f + "=" for f in _VALUED)) or argv[i] == "--accept-new-host-keys":
+            i += 1
+        else:
+            return argv
+    if 0 < i < len(argv) and argv[i] in SUBCOMMANDS:
+        return [argv[i], *argv[:i], *argv[i + 1:]]
+    return argv
 
 
 def _command(name: str | None):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import os
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -76,8 +77,29 @@ def _load_config(path: Path | None) -> paramiko.SSHConfig:
                 if key in entry["config"] and not str(entry["config"][key]).isdigit():
                     raise ValueError(f"{key} {entry['config'][key]!r} is not a number")
     except (paramiko.SSHException, ValueError, TypeError, KeyError, OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"ssh_config {p}: cannot use it: {e}") from None
+        line = _line_of(p, str(e))
+        raise UsageError(f"ssh_config {p}{f':{line}' if line else ''}: cannot use it: {e}") from None
     return cfg
+
+
+def _line_of(p: Path, message: str) -> int | None:
+    """The line paramiko's (or our) words are about, which they do not number: the line itself
+    ("Unparsable line HostName"), or the first line of the keyword that holds the quoted value
+    ("port 'abc' is not a number", "Missing parameter to Match 'foo' keyword")."""
+    try:
+        lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    if message.startswith("Unparsable line "):
+        target = message.removeprefix("Unparsable line ").strip()
+        hits = [i for i, x in enumerate(lines, 1) if x.strip() == target]
+    else:
+        quoted = re.findall(r"'([^']*)'", message)
+        words = message.lower().split()
+        key = next((w for w in words if w in ("port", "connecttimeout", "serveraliveinterval", "match")), None)
+        hits = [i for i, x in enumerate(lines, 1) if quoted and quoted[0] in re.split(r"[\s=]+", x.strip())
+                and (key is None or x.strip().lower().startswith(key))]
+    return hits[0] if hits else None
 
 
 _STDIN = threading.Lock()
