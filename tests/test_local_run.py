@@ -180,3 +180,15 @@ async def test_s_on_a_step_that_passed_is_refused_in_words(runs_dir: Path) -> No
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert screen.runbook.states["check"] == "skipped"
+
+
+def test_json_without_headless_is_headless(tmp_path: Path, runs_dir: Path) -> None:
+    """`run PB --json` opened the TUI (into a pipe, a program's stdout): --json is for a program."""
+    pb = tmp_path / "shell.yaml"
+    pb.write_text("name: shell\ntransport: local\nnodes: localhost\njob: {script: builtin:smoke}\n"
+                  "steps:\n  - {id: hello, kind: shell, run: echo hello-from-json}\n")
+    r = subprocess.run([ddptui_exe(), "run", str(pb), "--json", "--runs-dir", str(runs_dir)],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    events = [json.loads(x) for x in r.stdout.splitlines()]
+    assert r.returncode == 0 and events[-1]["event"] == "run-finished", r.stdout[-2000:] + r.stderr[-2000:]
+    assert any(e["event"] == "output" and e["text"] == "hello-from-json" for e in events)

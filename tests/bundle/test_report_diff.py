@@ -118,3 +118,13 @@ def test_diagnose_gives_a_bundle_the_verdict_of_its_run_directory(tmp_path: Path
         ids = [{f["id"] for f in json.loads(r.stdout)["findings"]} for r in (of_run, of_bundle)]
         assert ids == [want, want], (of_run.stdout, of_bundle.stdout)
         assert of_run.returncode == of_bundle.returncode == 1
+
+
+def test_diagnose_a_bundle_takes_nnodes(tmp_path: Path) -> None:
+    """`--nnodes` was read and dropped for a bundle: corpus 23 (one node of a 2-node job built a
+    communicator of 1 node) is ranks-not-joined only once the job's node count is known."""
+    run = fake_run(tmp_path / "run", {"hw14": corpus("23-ranks-not-joined-nnodes-1.log")})
+    out = pack(run, tmp_path / "n.ddpt").path
+    ids = [{f["id"] for f in json.loads(ddptui("diagnose", str(out), "--json", *extra).stdout)["findings"]}
+           for extra in ((), ("--nnodes", "2"))]
+    assert "ranks-not-joined" not in ids[0] and "ranks-not-joined" in ids[1], ids

@@ -315,3 +315,16 @@ def test_the_common_flags_may_come_before_the_command(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as e:  # anything else is still the parser's to refuse
         cli("--bogus", "check", str(f))
     assert e.value.code == 2
+
+
+def test_master_without_nodes_is_said_only_where_no_nodes_are_given(tmp_path: Path) -> None:
+    """A bad hostlist in `nodes:` also got "master is named but the nodes are not: the allocation
+    names them", words for a Slurm playbook with no nodes, about an ssh one that names them."""
+    refused(tmp_path, HEAD + "nodes: node[02-x]\nmaster: node09\njob: {script: builtin:smoke}\n", (2, 13),
+            "bad hostlist 'node[02-x]' in nodes")
+    rc, out, err = cli("validate", str(tmp_path / "pb.yaml"))
+    assert "master is named" not in err and "1 problem;" in err
+    f = tmp_path / "slurm.yaml"
+    f.write_text(HEAD + "transport: slurm\nmaster: node09\njob: {script: builtin:smoke}\n")
+    rc, out, err = cli("validate", str(f))
+    assert rc == 2 and f"{f}:3:9: master is named but the nodes are not: the allocation names them" in err

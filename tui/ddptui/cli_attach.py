@@ -23,7 +23,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
     if not re.fullmatch(r"\d+(?:_\d+|\+\d+)?", args.job_id):  # 123, an array task 123_4, a het part 123+1
         raise UsageError(f"{args.job_id!r} is not a Slurm job id (a number, as squeue shows it)")
     runs_dir = _runs_dir(args)
-    if not args.headless:
+    if not args.headless and not args.json:  # --json is for a program: it never opens the TUI
         return _tui(args, runs_dir)
     return _headless(args, runs_dir)
 

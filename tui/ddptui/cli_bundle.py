@@ -33,7 +33,7 @@ def cmd_diagnose_bundle(args: argparse.Namespace) -> int:
     if len(args.files) != 1:
         raise UsageError("diagnose: give one bundle (a .ddpt file) at a time")
     b = _open(args.files[0])
-    findings, new = rediagnose(b)
+    findings, new = rediagnose(b, args.nnodes)
     if args.json:
         print(json.dumps({"findings": [{**f.to_json(), "new": f.id in new} for f in findings],
                           "stored": [f.get("id") for f in b.findings]}, indent=2))

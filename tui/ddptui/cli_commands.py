@@ -120,7 +120,7 @@ def _raise_interrupt(*_: object) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if not args.headless:
+    if not args.headless and not args.json:  # --json is for a program: it never opens the TUI
         return cmd_tui(argparse.Namespace(**{**vars(args), "start_step": args.from_step, "run_all": True}))
     rc, _ = _headless(args, None, args.json)
     return rc

@@ -9,11 +9,11 @@ from ..diagnosis.model import Finding
 from .read import Bundle
 
 
-def rediagnose(b: Bundle) -> tuple[list[Finding], set[str]]:
+def rediagnose(b: Bundle, nnodes: int | None = None) -> tuple[list[Finding], set[str]]:
     """The findings today's engine gives on the bundle's logs, with what the run recorded that no
     log shows (exit codes, the checks' findings), as `diagnose RUN_DIR` gives them; and the ids the
-    bundle did not have."""
-    engine = Engine(expected_nnodes=len(b.nodes) or None, min_busbw_gbps=_min_busbw(b.playbook_text))
+    bundle did not have. `nnodes`: the job's node count, where the bundle holds fewer nodes' logs."""
+    engine = Engine(expected_nnodes=nnodes or len(b.nodes) or None, min_busbw_gbps=_min_busbw(b.playbook_text))
     feed_exits(engine, b.summary)
     for node, timed in b.node_logs.items():
         lines = [text for _, text in timed]

@@ -223,7 +223,7 @@ def parse_playbook(text: str, path: str = "<playbook>", base: Path | None = None
         ssh = SSHOptions(**kw)
     slurm, slurm_keys = parse_slurm(ctx, top["slurm"][1] if "slurm" in top else None)
     check_slurm_nodes(ctx, slurm, slurm_keys, transport, len(names), top.get("transport", (None, None))[1], root)
-    if master and not names:
+    if master and not names and "nodes" not in top:  # nodes given but unreadable: that is the problem said
         ctx.add(top["master"][1], "master is named but the nodes are not: the allocation names them",
                 "drop `master:` (the first node allocated is the master), or name the nodes")
         master = None
