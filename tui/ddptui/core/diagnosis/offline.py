@@ -36,8 +36,9 @@ def _summary(run: Path) -> dict:
         return {}
 
 
-def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None, float | None]:
-    """The node logs, and what a run directory's playbook says: the node count, bandwidth.min_busbw_gbps."""
+def _node_logs(paths: list[Path], summaries: dict[Path, dict]) -> tuple[list[tuple[str, Path]], int | None, float | None]:
+    """The node logs, and what a run directory's playbook (or summary) says: the node count,
+    bandwidth.min_busbw_gbps."""
     logs: list[tuple[str, Path]] = []
     nnodes = min_busbw = None
     for p in paths:
@@ -56,7 +57,7 @@ def _node_logs(paths: list[Path]) -> tuple[list[tuple[str, Path]], int | None, f
                 except (DdptuiError, OSError, ValueError):  # the playbook only says how many nodes
                     pass
             if nnodes is None:
-                nnodes = len(_summary(p).get("nodes") or {}) or None
+                nnodes = len(summaries[p].get("nodes") or {}) or None
         elif p.is_file():
             logs.append((p.stem, p))
         elif p.exists():  # a pipe would be read to its end, or wait for ever for a writer
@@ -87,9 +88,10 @@ def _feed_labeled(engine: Engine, path: Path) -> None:
 
 
 def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding]:
-    logs, found_nnodes, min_busbw = _node_logs(paths)
+    summaries = {p: _summary(p) for p in paths if p.is_dir()}  # each read once
+    logs, found_nnodes, min_busbw = _node_logs(paths, summaries)
     engine = Engine(expected_nnodes=nnodes or found_nnodes, min_busbw_gbps=min_busbw)
-    runs = [_summary(p) for p in paths if p.is_dir()]
+    runs = list(summaries.values())
     for s in runs:
         feed_exits(engine, s)
     for node, path in logs:
