@@ -271,6 +271,7 @@ async def test_an_unreachable_nodes_pane_says_why(tmp_path: Path) -> None:
            "firewall allow port 22 from the login node?)")
     async with app.run_test(size=(100, 30)) as pilot:
         screen = pilot.app.screen
+        await pilot.pause(0.2)  # laid out: the breakpoint's rail, then the grid's columns for the width left
         screen.bridge.push(E.NodeState("beta", NodeStatus.UNREACHABLE, why))
         await pilot.pause(0.2)
         pane = screen.pane_grid.pane("beta")

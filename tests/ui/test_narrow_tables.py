@@ -59,3 +59,19 @@ async def test_below_80_columns_the_rail_is_icons_and_names(tmp_path: Path) -> N
         await pilot.resize_terminal(100, 30)
         await pilot.pause(0.1)
         assert screen.has_class("-narrow") and screen.query_one("#left").outer_size.width == 31
+
+
+async def test_panes_stack_where_two_columns_would_be_too_narrow_to_read(tmp_path: Path) -> None:
+    """At 80x24 three nodes' panes were two columns of 23 (a log line's node:pid:tid prefix was all
+    one saw); they stack while each keeps 3 lines, and are two columns again where those fit."""
+    from ddptui.ui.widgets.panes import NodePane
+
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        panes = list(app.screen.query(NodePane))
+        assert len(panes) == 3 and len({p.region.x for p in panes}) == 1  # one column
+        assert all(p.region.width >= 40 and p.region.height >= 5 for p in panes)
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause(0.2)
+        assert len({p.region.x for p in panes}) == 2 and all(p.region.width >= 30 for p in panes)

@@ -15,6 +15,12 @@ from ...core.playbook.model import Playbook
 from .panes import PANE_MAX_LINES, NodePane
 
 GRID_MAX_NODES = 4  # more nodes than this: a list of one-line headers with one open pane
+# Below 96 columns the narrow rail (31) leaves the panes under 65: two columns of them would be under
+# 32 each, too narrow for a log line, so they stack, as long as each keeps MIN_STACKED_ROWS rows (3
+# lines; else two narrow columns are the lesser evil). Decided on the terminal's width, not the
+# grid's: that one passes through the wide rail's width while the breakpoint's class is applied.
+STACK_BELOW = 96
+MIN_STACKED_ROWS = 5
 
 
 class PaneGrid(TabPane):
@@ -51,7 +57,20 @@ class PaneGrid(TabPane):
         if self.many_nodes:
             self.open(self.master)
         else:
-            self.query_one(Grid).styles.grid_size_columns = 1 if len(self.roles) == 1 else 2
+            self._columns()
+            self.call_after_refresh(self._columns)  # its height is known once laid out
+
+    def on_resize(self) -> None:
+        if not self.many_nodes:
+            self._columns()
+
+    def _columns(self) -> None:
+        """Two columns, or one: below 80 columns two panes side by side were 16 columns each."""
+        n, (w, h) = len(self.roles), self.app.size
+        stack = n == 1 or (w < STACK_BELOW and (self.size.height or h - 8) // n >= MIN_STACKED_ROWS)
+        grid = self.query_one(Grid)
+        if grid.styles.grid_size_columns != (1 if stack else 2):
+            grid.styles.grid_size_columns = 1 if stack else 2
 
     async def set_nodes(self, playbook: Playbook) -> None:
         """Panes for another node list: a Slurm allocation names the nodes once it is granted."""
