@@ -115,6 +115,37 @@ def test_ctrl_c_stops_the_job_and_exits_130(tmp_path: Path, runs_dir: Path) -> N
     summary = json.loads((run / "summary.json").read_text())  # what a later `ddptui report` reads
     assert summary["steps"]["watch"] == "failed" and "running" not in summary["steps"].values(), summary["steps"]
     assert summary["nodes"]["localhost"]["state"] == "stopped" and summary["ok"] is False
+    assert summary["stopped_by_user"] is True  # not ok, and not a failure: what the hand-off file says
+    shown = subprocess.run([ddptui_exe(), "open", str(run), "--headless"], capture_output=True, text=True, timeout=60)
+    assert "outcome: stopped by the user" in shown.stdout, shown.stdout
+    md = subprocess.run([ddptui_exe(), "report", str(run)], capture_output=True, text=True, timeout=60).stdout
+    assert "— stopped by the user" in md and "(the last node; ddptui closed " in md, md
+
+
+def test_a_stop_while_waiting_for_the_master_is_the_users_not_a_failure(tmp_path: Path, runs_dir: Path) -> None:
+    """Stopped while wait-master waited (torchrun still importing torch): the step said "torchrun on
+    localhost exited (143) before its port 29511 listened. Its last lines:" and nothing after, and
+    the run's bundle "outcome: FAILED"."""
+    import threading
+
+    from ddptui.core.playbook.loader import load_playbook
+    from ddptui.core.runbook import Runbook
+    from ddptui.core.transport.factory import SSHSettings, make_factory
+
+    events: list = []
+    rb = Runbook(load_playbook(LOCAL), events.append, runs_dir, make_factory(SSHSettings()))
+    try:
+        assert rb.run_step("connect") and rb.run_step("launch-master")
+        stopper = threading.Timer(0.3, rb.stop_job)  # torchrun's own import of torch takes longer
+        stopper.start()
+        assert not rb.run_step("wait-master")
+        stopper.join()
+    finally:
+        rb.close()
+    (step,) = [e for e in events if getattr(e, "step", None) == "wait-master" and e.state == "failed"]
+    assert step.message == "stopped by the user", step.message
+    summary = json.loads((rb.run_dir.path / "summary.json").read_text())
+    assert summary["stopped_by_user"] is True and summary["nodes"]["localhost"]["state"] == "stopped"
 
 
 async def test_tui_runs_the_local_playbook_and_both_results_reach_the_pane(runs_dir: Path) -> None:

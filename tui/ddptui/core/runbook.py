@@ -191,8 +191,8 @@ class Runbook(StepHandlers):
             message = self._steps[step.kind](step) or ""
             self._set(step, StepState.PASSED, message)
             return True
-        except StepFailed as e:
-            self._set(step, StepState.FAILED, str(e))
+        except StepFailed as e:  # a step the user's stop ended (torchrun's 143 in wait-master) says so
+            self._set(step, StepState.FAILED, "stopped by the user" if self.launch.stopped_by_user else str(e))
             return False
         except KeyboardInterrupt:  # the summary must not say "running" after Ctrl-C
             self._set(step, StepState.FAILED, "interrupted by the user")

@@ -33,9 +33,13 @@ def report(b: Bundle) -> str:
     s = b.summary
     out = [f"## ddptui: {b.name}", ""]
     ok = s.get("ok")
-    verdict = "passed" if ok else ("failed" if ok is False else "unknown (no summary)")
+    verdict = "passed" if ok else "unknown (no summary)" if ok is not False else \
+        "stopped by the user" if s.get("stopped_by_user") is True else "failed"
+    ended = [d["ended"] for d in (s.get("nodes") or {}).values() if isinstance(d.get("ended"), (int, float))]
     out += [f"- **Run**: `{s.get('run_id') or b.manifest.get('run_id') or b.source.name}` — {verdict}",
-            f"- **Started**: {_when(s.get('started'))}; **ended**: {_when(s.get('ended'))}",
+            f"- **Started**: {_when(s.get('started'))}; **ended**: "  # the job's end, not when ddptui was closed
+            + (f"{_when(max(ended))} (the last node; ddptui closed {_when(s.get('ended'))})" if ended
+               else _when(s.get("ended"))),
             f"- **Nodes**: {len(b.nodes)} ({', '.join(b.nodes)})"]
     if b.kind == "bundle":
         out.append(f"- **Bundle**: `{b.source.name}`, ddptui {b.manifest.get('ddptui_version')}, "

@@ -117,7 +117,9 @@ def summary_text(b: Bundle, pb: Playbook, note: str = "") -> str:
     if note:
         out.append(f"note: {note}")
     ok = b.summary.get("ok")
-    out.append(f"outcome: {'ok' if ok is True else 'FAILED' if ok is False else 'unknown (no summary)'}, "
+    outcome = "ok" if ok is True else "unknown (no summary)" if ok is not False else \
+        "stopped by the user" if b.summary.get("stopped_by_user") is True else "FAILED"
+    out.append(f"outcome: {outcome}, "
                f"{tl.duration:.1f}s recorded")
     out.append("nodes:")
     for n in pb.ordered_nodes():

@@ -35,6 +35,7 @@ def run_summary(pb: Playbook, nodes: dict[str, NodeRun], states: dict[str, StepS
         }
     return {"playbook": pb.name, "run_id": run_dir.run_id if run_dir else None,
             "started": started, "ended": time.time(), "ok": all(s.done for s in states.values()),
+            "stopped_by_user": launch.stopped_by_user,  # not ok, and not a failure either
             "steps": dict(states), "nodes": out, "results": list(launch.results),
             "bandwidth": launch.bandwidth.summary(),
             "first_failure": launch.first_failure(), "detached": dict(launch.detached),
