@@ -144,6 +144,10 @@ def test_a_stop_while_waiting_for_the_master_is_the_users_not_a_failure(tmp_path
         rb.close()
     (step,) = [e for e in events if getattr(e, "step", None) == "wait-master" and e.state == "failed"]
     assert step.message == "stopped by the user", step.message
+    proc = rb.launch.nodes["localhost"].process
+    assert proc.done.wait(10)
+    with pytest.raises(psutil.NoSuchProcess):  # the guard is reaped, not a zombie per launch while ddptui runs
+        psutil.Process(proc._p.pid).status()
     summary = json.loads((rb.run_dir.path / "summary.json").read_text())
     assert summary["stopped_by_user"] is True and summary["nodes"]["localhost"]["state"] == "stopped"
 

@@ -108,6 +108,7 @@ class RemoteProcess(ABC):
             if self.returncode is None:  # the guard could not say: ask the channel or the process
                 self.returncode, lost = self._exit_status()
                 self.lost = self.lost or lost  # ddptui may already have declared the node lost
+            self._release()
             self.started.set()
             self.done.set()
 
@@ -137,6 +138,9 @@ class RemoteProcess(ABC):
     @abstractmethod
     def _exit_status(self) -> tuple[int | None, bool]:
         """(exit code, lost) when the guard's exit line never came."""
+
+    def _release(self) -> None:  # noqa: B027 - a hook: an SSH channel holds nothing to let go
+        """The guard's output has ended: what holds it here (a child process to reap, pipes) is let go."""
 
     def _control(self, line: str) -> None:
         if not line.startswith(CTL_PREFIX):

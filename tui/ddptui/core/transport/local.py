@@ -29,6 +29,19 @@ class LocalProcess(RemoteProcess):
         rc = self._p.wait()  # the guard itself died before it could say
         return (rc if rc >= 0 else 128 - rc), False
 
+    def _release(self) -> None:
+        """Reap the guard (it said its job's exit and is on its way out: a zombie per launch while the
+        TUI stays open, else) and close its pipes."""
+        try:
+            self._p.wait(10)
+        except subprocess.TimeoutExpired:  # a guard that outlives its output: reaped by the next wait
+            return
+        for f in (self._p.stdin, self._p.stdout, self._p.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+
     def _send(self, data: bytes) -> None:
         try:
             self._p.stdin.write(data)
