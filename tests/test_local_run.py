@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -227,3 +228,37 @@ def test_json_without_headless_is_headless(tmp_path: Path, runs_dir: Path) -> No
     events = [json.loads(x) for x in r.stdout.splitlines()]
     assert r.returncode == 0 and events[-1]["event"] == "run-finished", r.stdout[-2000:] + r.stderr[-2000:]
     assert any(e["event"] == "output" and e["text"] == "hello-from-json" for e in events)
+
+
+def test_a_job_left_running_ends_the_watch_and_keeps_running(tmp_path: Path, runs_dir: Path) -> None:
+    """Quit → "Leave it running" blanked the TUI and never gave the prompt back: the watch step's
+    worker thread waited for the job's exit, and the app's exit waited for that thread."""
+    import threading
+
+    from ddptui.core.playbook.loader import load_playbook
+    from ddptui.core.runbook import Runbook
+    from ddptui.core.transport.factory import SSHSettings, make_factory
+
+    pb = tmp_path / "long.yaml"
+    pb.write_text(LOCAL.read_text().replace('args: ["--steps", "5"]', 'args: ["--steps", "5", "--sleep", "300"]')
+                  .replace("29511", "29514"))
+    events: list = []
+    rb = Runbook(load_playbook(pb), events.append, runs_dir, make_factory(SSHSettings()))
+    steps = threading.Thread(target=rb.run_all, daemon=True)
+    steps.start()
+    deadline = time.time() + 120
+    while rb.states["watch"] != "running" and time.time() < deadline:
+        time.sleep(0.2)
+    left = rb.detach_job()
+    try:
+        rb.close()
+        steps.join(10)
+        assert not steps.is_alive()  # the watch let go
+        (watch,) = [e for e in events if getattr(e, "step", None) == "watch" and e.state == "failed"]
+        assert watch.message == "left running on localhost by the user: ddptui no longer watches it"
+        summary = json.loads((rb.run_dir.path / "summary.json").read_text())  # closed after the watch said so
+        assert summary["steps"]["watch"] == "failed" and summary["detached"]["localhost"]["pgid"] > 0
+        job = psutil.Process(left["localhost"]["pid"])
+        assert job.is_running() and job.status() != psutil.STATUS_ZOMBIE  # and the job runs on
+    finally:
+        os.killpg(left["localhost"]["pgid"], signal.SIGKILL)

@@ -36,6 +36,7 @@ from .states import NodeStatus, StepState
 from .transport.base import Transport
 
 TransportFactory = Callable[[Playbook, str], Transport]
+STEP_END_GRACE = 10.0  # s close() waits for the running step to say how it ended
 
 
 @dataclass(frozen=True)
@@ -260,6 +261,9 @@ class Runbook(StepHandlers):
                 return
             self.closed = True
         self.launch.close()
+        # the step that ran (a stopped or left job's watch) ends within a slice of its wait: its last
+        # state goes into the final summary, which said "watch": "running" after the TUI's quit
+        self.wait_idle(STEP_END_GRACE)
         for nr in self._nodes.values():
             if nr.transport is not None:
                 nr.transport.close()

@@ -30,6 +30,7 @@ from .watchers import Watchers
 from .nodes import NodeRun
 from .plan import LaunchInputs, NodePlan, plan_launch, workdir_for
 
+WATCH_SLICE = 0.25  # s: how often the watch step looks up from a node's wait (left running? past its timeout?)
 PORT_PROBE = ("import socket,sys\ntry:\n socket.create_connection((sys.argv[1], int(sys.argv[2])), 2).close()\n"
               "except OSError as e:\n print(e); sys.exit(1)")
 
@@ -183,11 +184,14 @@ class Orchestrator(Watchers):
         if not procs:
             raise StepFailed("nothing is running: launch the job first")
         deadline = time.monotonic() + timeout if timeout else None
-        for nr in procs:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if nr.process.wait(left) is None and nr.process.running:
-                self.stop_job()
-                raise StepFailed(f"the job ran past the step's timeout of {timeout:g} s and was stopped")
+        for nr in procs:  # in slices: a job the user leaves running ends the watch, not the process' exit
+            while nr.process.wait(WATCH_SLICE) is None and nr.process.running:
+                if self.detached:
+                    raise StepFailed(f"left running on {', '.join(self.detached)} by the user: ddptui no "
+                                     "longer watches it")
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.stop_job()
+                    raise StepFailed(f"the job ran past the step's timeout of {timeout:g} s and was stopped")
         for nr in procs:  # their node states are posted before the step's verdict
             if nr.watcher is not None:
                 nr.watcher.join(10)
