@@ -257,10 +257,19 @@ async def test_quit_and_keys_stay_in_the_footer_at_80_columns(tmp_path: Path) ->
         screen = await start(pilot)
         await pilot.press("1")  # the Logs tab: its filter and find keys too
         await pilot.pause()
-        keys = {k.action: k for k in screen.query_one(KeysFooter).query(FooterKey)}
-        assert sum(k.region.width for k in keys.values()) > 80  # more keys than the width holds
+        footer = screen.query_one(KeysFooter)
+        keys = {k.action: k for k in footer.query(FooterKey)}
         quit_, help_ = keys["app.quit"].region, keys["help"].region
         assert quit_.width and help_.width and quit_.right <= help_.x and help_.right <= 80  # Quit, Keys, on screen
+        # more keys than the width holds: those that do not fit are dropped whole, never cut mid-word
+        # ("12345 Ta", "/ Fin", "j Ju"), a group of keys with its label ("12345 Tabs") as one
+        units = footer._units()
+        shown = [u for u in units if all(w.display for w in u)]
+        assert len(shown) < len(units) and all(not any(w.display for w in u) for u in units[len(shown):])
+        assert all(max(w.region.right for w in u) <= quit_.x for u in shown)
+        await pilot.resize_terminal(160, 45)  # wider: they come back
+        await pilot.pause(0.2)
+        assert all(w.display for u in footer._units() for w in u)
 
 
 async def test_an_unreachable_nodes_pane_says_why(tmp_path: Path) -> None:
@@ -302,3 +311,25 @@ async def test_the_checks_grid_and_the_findings_are_reached_from_the_keyboard(tm
         assert app.focused is screen.query_one("#findings", DataTable)
         await pilot.press("1")
         assert app.focused is steps  # back on the Logs tab: the step list, not nothing
+
+
+async def test_the_run_line_names_the_folder_at_100_columns_and_comes_back_after_a_find(tmp_path: Path) -> None:
+    """"run 20261204-025849-local-smoke-d429 →" and nothing after at 100 columns: the line wrapped
+    out of its one row. It names the folder, from ~, and a find's last match does not stay on it."""
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    run_dir = Path.home() / ".local/share/ddptui/runs/20261204-025849-local-smoke-d429"
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = pilot.app.screen
+        screen.bridge.push(E.RunStarted("20261204-025849-local-smoke-d429", str(run_dir), "p", ("alpha",)))
+        screen.bridge.push(NodeOutput("alpha", ("hello", "the needle"), 1))
+        await pilot.pause(0.2)
+        status = screen.query_one("#status")
+        line = "run ~/.local/share/ddptui/runs/20261204-025849-local-smoke-d429"
+        assert str(status.render()).strip() == line
+        screen.query_one("#pane-alpha").log.focus()
+        await pilot.press("slash", *"needle", "enter")
+        await pilot.pause(0.1)
+        assert "needle" in str(status.render())
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert str(status.render()).strip() == line

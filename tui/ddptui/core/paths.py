@@ -24,6 +24,14 @@ def default_runs_dir() -> Path:
     return data_dir() / "runs"
 
 
+def tilde(p: str | Path) -> str:
+    """A path as one types it: under the home folder as ~/..., else whole."""
+    try:
+        return "~/" + str(Path(p).relative_to(Path.home()))
+    except ValueError:
+        return str(p)
+
+
 def user_playbooks_dir() -> Path:
     return config_dir() / "playbooks"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.app import App
 
-from ..core.paths import clipboard_file
+from ..core.paths import clipboard_file, tilde
 
 
 def copy_out(app: App, text: str, what: str) -> Path | None:
@@ -20,12 +20,5 @@ def copy_out(app: App, text: str, what: str) -> Path | None:
     except OSError as e:
         app.notify(f"copied {what} (OSC 52); could not write {path}: {e.strerror}", severity="warning")
         return None
-    app.notify(f"copied {what}; also in {_home(path)}", timeout=6)
+    app.notify(f"copied {what}; also in {tilde(path)}", timeout=6)
     return path
-
-
-def _home(p: Path) -> str:
-    try:
-        return "~/" + str(p.relative_to(Path.home()))
-    except ValueError:
-        return str(p)

@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
+from ...core.paths import tilde
 from ...core.playbook.loader import PlaybookEntry
 from ..widgets.footer import KeysFooter
 
@@ -91,9 +92,7 @@ def _short(p: Path, origin: str = "") -> str:
     row's `from` says where, the line under the table gives the whole path)."""
     if origin == "examples":
         return p.name
-    for base, shown in ((Path.cwd(), ""), (Path.home(), "~/")):
-        try:
-            return shown + str(p.resolve().relative_to(base))
-        except ValueError:
-            pass
-    return str(p)
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return tilde(p)

@@ -22,6 +22,7 @@ from textual.widgets import Header, Input, Static, TabbedContent, TabPane
 from ...core import events as E
 from ...core.diagnosis.model import Finding
 from ...core.logs.classify import CHATTER, filter_cycle
+from ...core.paths import tilde
 from ...core.playbook.model import Playbook
 from ...core.states import NodeStatus, StepState
 from ..bridge import Drained
@@ -80,6 +81,7 @@ class PlaybookScreen(TabActions, Frames, AllocationView, FixActions, StepThrough
         self.clock = time.time  # "now" for the panes (a replay's moment, for a recorded run)
         self.fixed: list[str] = []
         self.run_id: str | None = None  # the run (directory) the panes show
+        self.run_line = Text("")  # the status line's rest state: where the run is on disk
         self._held: Drained | None = None  # what came after a Slurm allocation, until its panes are mounted
         self._next_drain = 0.0  # under a flood, when the next frame drains (monotonic)
 
@@ -137,8 +139,11 @@ class PlaybookScreen(TabActions, Frames, AllocationView, FixActions, StepThrough
     def open_pane(self) -> str:
         return self.pane_grid.open_pane
 
-    def _status(self, text: Text) -> None:
-        self.query_one("#status", Static).update(text, layout=False)  # one line high (CSS)
+    def _status(self, text: Text | None = None) -> None:
+        """One line (CSS), cut with an ellipsis, never wrapped out of sight; no text: the run's line."""
+        text = (text or self.run_line).copy()
+        text.no_wrap, text.overflow = True, "ellipsis"
+        self.query_one("#status", Static).update(text, layout=False)
 
     def _tick(self) -> None:
         self.pane_grid.tick()
@@ -206,7 +211,8 @@ class PlaybookScreen(TabActions, Frames, AllocationView, FixActions, StepThrough
             if self.run_id is not None and ev.run_id != self.run_id:  # a fresh launch: a run of its own
                 self._new_run_view()
             self.run_id = ev.run_id
-            self._status(Text(f"run {ev.run_id} → {ev.run_dir}", style="dim"))
+            self.run_line = Text(f"run {tilde(ev.run_dir)}", style="dim")  # its id ends the path
+            self._status()
         elif isinstance(ev, E.RunFinished):
             self.query_one(ResultsTab).from_summary(ev.summary)
         elif isinstance(ev, E.Notice):
@@ -280,6 +286,7 @@ class PlaybookScreen(TabActions, Frames, AllocationView, FixActions, StepThrough
         box = self.query_one("#find", Input)
         if event.key == "escape" and box.display:
             box.display = False
+            self._status()  # not the last match's line, left over
             self.pane_grid.end_find()
             self.query_one(StepTable).focus()
             event.stop()

@@ -15,14 +15,16 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.containers import HorizontalGroup
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
 
 PINNED = ("app.quit", "help")  # Quit and Keys: at the right end, seen at any width
 
 
 class KeysFooter(Footer):
     _shown: tuple[Any, ...] | None = None
+    _waits = 0  # refreshes _drop_overflow has waited for a layout
 
     def _keys(self) -> tuple[Any, ...]:
         """What the footer draws: the shown keys in order, and the command palette's."""
@@ -49,3 +51,43 @@ class KeysFooter(Footer):
                 yield widget
         if pinned:
             yield HorizontalGroup(*pinned, classes="pinned")
+        self.call_after_refresh(self._drop_overflow)
+
+    def on_resize(self) -> None:
+        """Every key back, measured at the new width, then what does not fit dropped again."""
+        for w in self._units_flat():
+            w.display = True
+        self.call_after_refresh(self._drop_overflow)
+
+    def _units(self) -> list[list[Widget]]:
+        """The entries as one reads them: a key, or a group of keys with its label (`12345 Tabs`)."""
+        units: list[list[Widget]] = []
+        for w in self.children:
+            if w.has_class("pinned"):
+                continue
+            if isinstance(w, FooterLabel) and units and isinstance(units[-1][0], KeyGroup):
+                units[-1].append(w)
+            else:
+                units.append([w])
+        return units
+
+    def _units_flat(self) -> list[Widget]:
+        return [w for unit in self._units() for w in unit]
+
+    def _drop_overflow(self) -> None:
+        """Entries that would run under Quit and Keys are dropped whole (the edge cut them mid-word:
+        "1234" for "12345 Tabs", ". Nex" for ". Next finding"); `?` lists them all."""
+        if not self.is_attached or not self.size.width:
+            return
+        pinned = [w for w in self.children if w.has_class("pinned")]
+        if any(not w.region.width for w in (*pinned, *self._units_flat()) if w.display) and self._waits < 5:
+            self._waits += 1
+            self.call_after_refresh(self._drop_overflow)  # not laid out yet: measure once it is
+            return
+        self._waits = 0
+        room = (pinned[0].region.x if pinned else self.region.right) - self.region.x
+        cut = False
+        for unit in self._units():
+            cut = cut or max(w.region.right for w in unit) - self.region.x > room
+            for w in unit:
+                w.display = not cut
