@@ -80,3 +80,30 @@ async def test_every_button_and_the_whole_text_fit(tmp_path, size) -> None:
         app.push_screen(HostKeyDialog("node04", "10.213.0.4", "ssh-ed25519", fp))
         await pilot.pause(0.2)
         assert str(app.screen.query_one("#fingerprint").render()) == fp
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_the_fix_dialog_shows_the_change_first_and_enter_applies(tmp_path, size) -> None:
+    """At 80x24 the body showed the explanation and the evidence, and the diff's changed lines were
+    30 presses of Down below; no button had the focus, so Enter did nothing."""
+    from ddptui.ui.app import DdptuiApp
+
+    patch = ("--- a/x.yaml\n+++ b/x.yaml\n@@ -8,6 +8,7 @@\n   env:\n     OMP_NUM_THREADS: 1\n"
+             "-    GLOO_SOCKET_IFNAME: nosuch0\n+    GLOO_SOCKET_IFNAME: lo\n")
+    finding = Finding("bad-socket-ifname", "error", ["a"], "GLOO_SOCKET_IFNAME=nosuch0 names no usable interface",
+                      [Evidence("a", 0, "env: GLOO_SOCKET_IFNAME=nosuch0 (the playbook sets it)")] * 4,
+                      explanation="gloo binds its sockets to the interface the variable names. " * 6,
+                      fix=Fix(env={"GLOO_SOCKET_IFNAME": "lo"}, scope="all-nodes", explain="name one that exists"))
+    got: list = []
+    app = DdptuiApp(search_dirs=[("none", tmp_path)], runs_dir=tmp_path)
+    async with app.run_test(size=size) as pilot:
+        app.push_screen(FixDialog(finding, patch, tmp_path / "x.yaml"), got.append)
+        await pilot.pause(0.2)
+        body = app.screen.query_one("#dialog-body")
+        diff = app.screen.query_one("#diff")
+        assert body.region.contains_region(diff.region.intersection(body.region))
+        assert diff.region.y + 7 <= body.region.bottom  # the whole diff, its removed and added lines, in view
+        assert app.screen.focused is app.screen.query_one("#apply")
+        await pilot.press("enter")
+        await pilot.pause()
+    assert got == [FixChoice.APPLY_AND_RELAUNCH]

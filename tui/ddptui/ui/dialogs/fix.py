@@ -48,9 +48,20 @@ class FixDialog(ModalScreen[FixChoice]):
                 yield Button("Copy", id="copy")
                 yield Button("Dismiss", variant="primary", id=FixChoice.DISMISS.value)
 
+    def on_mount(self) -> None:
+        """Enter applies (Tab, the arrows or a click for the others): the user pressed f to fix.
+        Without a playbook file to revise, Enter dismisses."""
+        apply = self.query_one(f"#{FixChoice.APPLY_AND_RELAUNCH.value}", Button)
+        (apply if not apply.disabled else self.query_one(f"#{FixChoice.DISMISS.value}", Button)).focus()
+
     def _body(self, f: Finding) -> ComposeResult:
+        """The change first (what Apply does, seen without scrolling at 80x24), then why."""
+        yield Static(f.fix.explain if f.fix else "")
+        yield Static(diff_text(self.patch), id="diff")
+        yield Static("Apply stops the job on every node, saves the change as a new revision of the playbook "
+                     "(the original is kept) and runs it again, master first.", classes="dim")
         if f.explanation:
-            yield Static(f.explanation, classes="dim")
+            yield Static(f.explanation, classes="dim why")
         by_node: dict[str, list] = {}
         for e in f.evidence:
             by_node.setdefault(e.node, []).append(e)
@@ -60,10 +71,6 @@ class FixDialog(ModalScreen[FixChoice]):
                 for e in evs:
                     col.append((f"{e.line}: " if e.line else "") + e.text[:300] + "\n")
                 yield Static(col, classes="evidence-column")
-        yield Static(f.fix.explain if f.fix else "")
-        yield Static(diff_text(self.patch), id="diff")
-        yield Static("Apply stops the job on every node, saves the change as a new revision of the playbook "
-                     "(the original is kept) and runs it again, master first.", classes="dim")
 
     def copy_text(self) -> str:
         """What Copy puts on the clipboard: the env change as shell lines, or the diff."""
