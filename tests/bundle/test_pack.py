@@ -116,7 +116,7 @@ def test_over_max_size_logs_are_cut_further_and_then_refused(tmp_path: Path) -> 
     assert not (tmp_path / "no.ddpt").exists()
     r = ddptui("bundle", str(run), "-o", str(tmp_path / "no.ddpt"), "--max-size", "20KB")
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
-    assert "over --max-size 20.5 KB" in r.stderr, r.stderr  # not "0.0 MB"
+    assert "over --max-size 20 KB" in r.stderr, r.stderr  # not "0.0 MB"
 
 
 def test_bundle_of_a_folder_that_is_not_a_run_is_bad_input(tmp_path: Path) -> None:
@@ -150,3 +150,15 @@ def test_a_member_that_cannot_be_read_is_named(tmp_path: Path) -> None:
     r = ddptui("bundle", str(run), "-o", str(tmp_path / "b.ddpt"))
     assert r.returncode == 0, r.stderr
     assert set(open_bundle(tmp_path / "b.ddpt").node_logs) == {"node02"}
+
+
+def test_the_summary_line_speaks_the_units_of_max_size_and_a_plain_run_lacks_nothing(tmp_path: Path) -> None:
+    """"(cap 26.2 MB)" for the default 25MB (its bytes in decimal MB), and "missing: revisions" for
+    every run no fix was applied to (revisions exist only after a fix)."""
+    run = fake_run(tmp_path / "run", {"node02": "hello\n"})
+    r = ddptui("bundle", str(run), "-o", str(tmp_path / "p.ddpt"))
+    assert r.returncode == 0 and "(cap 25 MB)" in r.stdout, r.stdout
+    r = ddptui("bundle", str(run), "-o", str(tmp_path / "q.ddpt"), "--max-size", "500KB")
+    assert "(cap 500 KB)" in r.stdout, r.stdout
+    assert "revisions" not in r.stdout
+    assert all(m["what"] != "revisions" for m in open_bundle(tmp_path / "q.ddpt").manifest["missing"])

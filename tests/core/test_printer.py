@@ -57,3 +57,14 @@ def test_json_output_is_what_json_dumps_makes_of_each_line_event() -> None:
             for i, t in enumerate(texts)]
     want.append(json.dumps({"event": "output", "node": "n2", "stream": "stderr", "line": 7, "text": "last"}))
     assert out.getvalue() == "".join(x + "\n" for x in want)
+
+
+def test_a_node_state_says_its_word_once() -> None:
+    """"localhost: exited — exited 0" said the state twice; a message that adds to it keeps both."""
+    from ddptui.core.states import NodeStatus
+
+    out = io.StringIO()
+    printed(out, [E.NodeState("n1", NodeStatus.EXITED, "exited 0"), E.NodeState("n1", NodeStatus.STOPPED, "stopped (rc=143)"),
+                  E.NodeState("n2", NodeStatus.UNREACHABLE, "timed out after 3 s"), E.NodeState("n3", NodeStatus.LOST, "")])
+    assert [x.split("│", 1)[1].strip() for x in out.getvalue().splitlines()] == [
+        "n1: exited 0", "n1: stopped (rc=143)", "n2: unreachable — timed out after 3 s", "n3: lost"]

@@ -276,3 +276,16 @@ async def test_the_timeline_names_whole_keys_at_every_width(width: int, hints: i
         if width >= 100:
             footer = " ".join(str(k.render()) for k in app.screen.query_one(KeysFooter).query("FooterKey"))
             assert "[ ] Speed" in footer and "Faster" not in footer
+
+
+async def test_a_finished_run_without_results_does_not_promise_them() -> None:
+    """"no results yet: they come when the job's ranks finish", said the sample's Results tab, about
+    a run that ended long ago and whose job (a replay of recorded NCCL lines) prints none."""
+    sample = Path(__file__).resolve().parents[2] / "assets" / "sample.ddpt"
+    app = DdptuiApp(bundle=open_bundle(sample))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("5")
+        await pilot.pause(0.1)
+        said = str(app.screen.query_one("#bandwidth").render())
+        assert said.startswith("no rank results in this run") and "yet" not in said, said

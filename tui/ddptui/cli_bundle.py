@@ -52,7 +52,7 @@ def cmd_diagnose_bundle(args: argparse.Namespace) -> int:
 
 def cmd_bundle(args: argparse.Namespace) -> int:
     from .core.bundle import DEFAULT_MAX_SIZE, BundleError
-    from .core.bundle.pack import pack
+    from .core.bundle.pack import human_size, pack
 
     if not args.run_dir.is_dir():
         raise UsageError(f"{args.run_dir}: no such run directory")
@@ -70,7 +70,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         return EXIT_OK
     red = m["redaction"]
     cut = {n: i["elided"] for n, i in m["logs"].items() if i["elided"]}
-    print(f"{r.path}: {r.size / 1e6:.2f} MB (cap {m['max_size'] / 1e6:.1f} MB), {len(m['nodes'])} node(s), "
+    print(f"{r.path}: {human_size(r.size)} (cap {human_size(m['max_size'])}), {len(m['nodes'])} node(s), "
           f"{len(m['members'])} members")
     print(f"redacted: {red['replaced']} value(s)" + (f" of {', '.join(red['names'])}" if red["names"] else "")
           + (f" — by kind: {', '.join(sorted({k for p in red['by_place'].values() for k in p}))}" if red["replaced"] else ""))

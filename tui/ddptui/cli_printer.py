@@ -57,7 +57,9 @@ class Printer:
                     f" {ev.message}" if ev.message else "")
                 self._w(f"{'ddptui':<{self.width}} │ {mark} {ev.step}: {ev.state}{msg}")
             elif isinstance(ev, E.NodeState) and ev.state in ("unreachable", "failed", "lost", "running", "exited", "stopped"):
-                self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {ev.state}{' — ' + ev.message if ev.message else ''}")
+                msg = ev.message or ""  # "exited 0", not "exited — exited 0"
+                said = msg if msg.startswith(str(ev.state)) else f"{ev.state}{' — ' + msg if msg else ''}"
+                self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {said}")
             elif isinstance(ev, E.CheckResult) and ev.status != "pass":
                 self._w(f"{'ddptui':<{self.width}} │   {ev.node}: {ev.check} {ev.status}: {ev.summary}")
             elif isinstance(ev, E.CommandPlanned):

@@ -97,16 +97,18 @@ def pack(run_dir: str | Path, out: str | Path | None = None, *, max_size: int = 
         if len(data) <= max_size:
             break
         if node_cap is not None or cap // 2 < M.NODE_CAP_MIN:
-            raise BundleRefused(f"the bundle would be {_size(len(data))}, over --max-size {_size(max_size)} even "
+            raise BundleRefused(f"the bundle would be {human_size(len(data))}, over --max-size {human_size(max_size)} even "
                                 f"with each node's log cut to {cap // 1024} KiB; raise --max-size")
         cap //= 2
     write_private(out, data)  # all or nothing, the owner's only: a bundle holds logs
     return PackResult(out, len(data), man)
 
 
-def _size(n: int) -> str:
-    """Bytes for a person: 1KB was "0.0 MB"."""
-    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} KB"
+def human_size(n: int) -> str:
+    """Bytes for a person, in --max-size's units (its KB and MB are 1024 and 1024 x 1024 bytes):
+    "25 MB", "8.7 KB" (1KB was "0.0 MB")."""
+    v, unit = (n / 1024 ** 2, "MB") if n >= 1024 ** 2 else (n / 1024, "KB")
+    return f"{v:.1f}".removesuffix(".0") + f" {unit}"
 
 
 def _refuse_ssh(run_dir: Path) -> None:
@@ -175,8 +177,6 @@ def _manifest(run_dir: Path, b, members: dict[str, bytes], log_info: dict[str, A
                       (M.EVENTS, "the run has no events.jsonl"), (M.PLAYBOOK, "the run has no playbook.yaml")):
         if not (run_dir / name).is_file():
             missing.append({"what": name, "why": why})
-    if not b.revisions:
-        missing.append({"what": "revisions", "why": "no playbook revision was recorded in the run directory"})
     if not b.plan:
         missing.append({"what": M.PLAN, "why": "no launch command was recorded (the job was not launched)"})
     for node, info in log_info.items():

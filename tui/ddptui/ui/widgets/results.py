@@ -54,7 +54,12 @@ class ResultsTab(TabPane):
 
     def from_summary(self, summary: dict) -> None:
         """A finished run's summary: what it recorded, when nothing streamed here (a replay)."""
-        if self.results or not summary.get("results"):
+        if self.results:
+            return
+        if not summary.get("results"):  # the run is over: "they come when the ranks finish" no longer holds
+            self.query_one("#bandwidth", Static).update(Text(
+                "no rank results in this run: its job printed no `ddptui-smoke result` lines (the "
+                "bundled smoke test, builtin:smoke, prints them; other scripts need not)", style="dim"))
             return
         self.results = list(summary["results"])
         self._show(summary.get("bandwidth"))
