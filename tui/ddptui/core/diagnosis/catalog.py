@@ -207,9 +207,11 @@ _CAUSES = (
           _manual("check dmesg for 'Out of memory: Killed process'; lower the per-rank host memory (data loader "
                   "workers, model loading), or add RAM/swap"),
           suppresses=("remote-rank-died",)),
-    Cause("remote-rank-died", "error", "a rank on another node died first",
-          "The connection to a rank on another node broke: that rank died first (look at its node's log for the "
-          "first error).", _manual("find the first failure on the other nodes: this one is a consequence")),
+    Cause("remote-rank-died", "error", "a peer rank died first",
+          "The connection to a peer rank broke: that rank, on this node or another, died first. Its own lines "
+          "(the first Traceback, signal or exit code; torchrun's Root Cause) say why.",
+          _manual("find the first failure among the job's ranks (the run's first failure names its rank): "
+                  "this one is a consequence")),
     # ---- the fabric ----------------------------------------------------------------------------------
     Cause("gid-index", "error", "RoCE GID index does not route",
           "RETRY_EXCEEDED on the first RDMA transfer on RoCE: the default GID index does not route between the "
