@@ -305,7 +305,12 @@ async def test_the_checks_grid_and_the_findings_are_reached_from_the_keyboard(tm
         matrix = screen.query_one("#matrix", DataTable)
         assert app.focused is matrix
         before = matrix.cursor_coordinate
-        await pilot.press("down", "right")
+        await pilot.press("down")  # on a check's name: it on every node (it said "select a cell")
+        await pilot.pause(0.1)
+        said = str(screen.query_one("#evidence").render())
+        check = matrix.checks[matrix.cursor_row]
+        assert all(f"{n} · {check}: " in said for n in ("alpha", "beta", "gamma")), said
+        await pilot.press("right")
         assert matrix.cursor_coordinate != before and steps.cursor_row == step_row
         await pilot.press("4")
         assert app.focused is screen.query_one("#findings", DataTable)

@@ -80,6 +80,13 @@ class CheckMatrix(DataTable):
             return None
         return self.results.get((self.nodes[col - 1], self.checks[row]))
 
+    def row_results(self) -> list:
+        """The cursor's check on every node that reported it (the cursor on the check's name)."""
+        row, col = self.cursor_coordinate
+        if col != 0 or row >= len(self.checks):
+            return []
+        return [r for n in self.nodes if (r := self.results.get((n, self.checks[row]))) is not None]
+
 
 def evidence_text(ev) -> Text:
     """A check's verdict, the command that produced it, and its output."""
@@ -117,3 +124,12 @@ class ChecksTab(TabPane):
         r = self.matrix.selected()
         if r is not None:
             self.query_one("#evidence", Static).update(evidence_text(r))
+        elif rows := self.matrix.row_results():  # on the check's name (where ↓ goes): it on every node
+            t = Text()
+            for x in rows:
+                icon, style = CHECK_STYLE.get(x.status, ("?", ""))
+                t.append(f"{x.node} · {x.check}: ", style="bold")
+                t.append(f"{icon} {x.status}", style=style)
+                t.append(f"  {x.summary}\n")
+            t.append("→ to a node's cell: its command and output", style="dim")
+            self.query_one("#evidence", Static).update(t)
