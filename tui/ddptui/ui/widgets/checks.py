@@ -88,13 +88,18 @@ class CheckMatrix(DataTable):
         return [r for n in self.nodes if (r := self.results.get((n, self.checks[row]))) is not None]
 
 
-def evidence_text(ev) -> Text:
-    """A check's verdict, the command that produced it, and its output."""
+def verdict_line(ev, t: Text) -> Text:
+    """`node · check: ✓ pass  summary`, appended to `t`."""
     icon, style = CHECK_STYLE.get(ev.status, ("?", ""))
-    t = Text()
     t.append(f"{ev.node} · {ev.check}: ", style="bold")
     t.append(f"{icon} {ev.status}", style=style)
     t.append(f"  {ev.summary}\n")
+    return t
+
+
+def evidence_text(ev) -> Text:
+    """A check's verdict, the command that produced it, and its output."""
+    t = verdict_line(ev, Text())
     if ev.command:
         t.append("$ " + ev.command + "\n", style="cyan")
     if ev.output:
@@ -127,9 +132,6 @@ class ChecksTab(TabPane):
         elif rows := self.matrix.row_results():  # on the check's name (where ↓ goes): it on every node
             t = Text()
             for x in rows:
-                icon, style = CHECK_STYLE.get(x.status, ("?", ""))
-                t.append(f"{x.node} · {x.check}: ", style="bold")
-                t.append(f"{icon} {x.status}", style=style)
-                t.append(f"  {x.summary}\n")
+                verdict_line(x, t)
             t.append("→ to a node's cell: its command and output", style="dim")
             self.query_one("#evidence", Static).update(t)
