@@ -80,13 +80,13 @@ def test_fix_of_an_id_ddptui_does_not_have_is_bad_input_before_any_check(tmp_pat
 
 def test_a_run_that_stops_before_any_output_has_a_log_per_node(tmp_path: Path) -> None:
     """The contract's "one <node>.log per node": a run stopped by a failed check or an unreachable
-    node left only events.jsonl, playbook.yaml and summary.json. Every node the summary names has
-    its log, empty if it printed nothing; one that printed keeps what it printed."""
+    node left only events.jsonl, playbook.yaml and summary.json. Once the run closes, every node of
+    it has its log, empty if it printed nothing; one that printed keeps what it printed."""
     from ddptui.core.logs.rundir import RunDir
 
     rd = RunDir(tmp_path, "early", "name: early\n")
     rd.append("node02", ["connected"])
     rd.write_summary({"nodes": {"node02": {"state": "connected"}, "node03": {"state": "unreachable"}}})
-    rd.close()
+    rd.close(["node02", "node03"])
     assert (rd.path / "node02.log").read_text() == "connected\n"
     assert (rd.path / "node03.log").read_text() == "" and (rd.path / "node03.times").is_file()

@@ -23,7 +23,7 @@ import secrets
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -162,7 +162,6 @@ class RunDir:
         with self._summary_lock:
             if self.closed:
                 return
-            self._every_node_has_a_log(summary.get("nodes") or ())
             try:
                 write_private(self.path / "summary.json", text.encode())
             except OSError as e:  # the last summary that could be written stays whole
@@ -170,9 +169,9 @@ class RunDir:
                     then = self._failed("summary.json", self.path / "summary.json", e)
         then()
 
-    def _every_node_has_a_log(self, nodes) -> None:
-        """A node the run names has its log, empty if it never printed (a check failed, it could not
-        be reached): the run's folder holds one `<node>.log` per node, as readers count on."""
+    def _every_node_has_a_log(self, nodes: Iterable[str]) -> None:
+        """A node of the run has its log, empty if it never printed (a check failed, it could not be
+        reached): the run's folder holds one `<node>.log` per node, as readers count on."""
         with self._lock:
             for node in nodes:
                 if node not in self._logs and node not in self.write_errors:
@@ -181,7 +180,10 @@ class RunDir:
                     except OSError:  # no log to make on a full disk: the summary still says why
                         pass
 
-    def close(self) -> None:
+    def close(self, nodes: Iterable[str] = ()) -> None:
+        """The run's end: each of its `nodes` (final now: a Slurm allocation names them late) gets
+        its log if it has none, then every file is closed and summary.json is no longer rewritten."""
+        self._every_node_has_a_log(nodes)
         with self._summary_lock:
             self.closed = True
         with self._lock:

@@ -236,7 +236,7 @@ class Attachment:
         summary = self.summary()
         self.run_dir.write_summary(summary)
         self._emit(E.RunFinished(self.ok, summary))
-        self.run_dir.close()
+        self.run_dir.close(summary["nodes"])
         self.diagnosis.close()
 
     def summary(self) -> dict:
