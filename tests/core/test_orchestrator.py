@@ -333,3 +333,28 @@ def test_a_step_that_ends_after_the_run_was_closed_does_not_rewrite_its_record(
     assert last["event"] == "run-finished"
     assert summary["steps"]["slow"] == last["summary"]["steps"]["slow"] == last_word
     assert summary["ok"] is last["ok"] is (last_word == "passed")
+
+
+def test_a_run_closed_from_its_own_steps_thread_does_not_wait_for_itself(tmp_path: Path, monkeypatch) -> None:
+    """close() waits a grace for the running step to end; called on that step's own thread (here a
+    sink that closes the run when the step starts, as a consumer reacting to an event would) it
+    waited the whole grace for itself to end. It goes on at once, and the run's record is final."""
+    monkeypatch.setattr("ddptui.core.runbook.STEP_END_GRACE", 120.0)
+    pb = parse_playbook("name: own\ntransport: local\nnodes: [a]\njob: {script: builtin:smoke}\nsteps:\n"
+                        "  - {id: connect, kind: connect}\n  - {id: echo, kind: shell, run: 'echo hi'}\n")
+    holder: list[Runbook] = []
+
+    def sink(ev) -> None:
+        if isinstance(ev, E.StepChanged) and ev.step == "echo" and ev.state == StepState.RUNNING:
+            holder[0].close()
+
+    rb = Runbook(pb, sink, tmp_path / "runs", lambda pb, node: LocalTransport(node))
+    holder.append(rb)
+    assert rb.run_step("connect")
+    t = threading.Thread(target=rb.run_step, args=("echo",), daemon=True)
+    t.start()
+    t.join(60)  # a deadlock check, not a timing: the grace it must not wait out is 120 s
+    assert not t.is_alive(), "close() on the step's own thread waited for that step to end"
+    assert rb.closed and rb.wait_idle(5)
+    last = json.loads((rb.run_path / "events.jsonl").read_text().splitlines()[-1])
+    assert last["event"] == "run-finished"

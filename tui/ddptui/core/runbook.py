@@ -59,6 +59,7 @@ class Runbook(StepHandlers):
         self._lock = threading.RLock()
         self._idle = threading.Event()
         self._idle.set()
+        self._step_thread: threading.Thread | None = None  # the thread of the step that runs
         self._started = time.time()
         self.closed = False
         self._noted: set[str] = set()
@@ -130,7 +131,10 @@ class Runbook(StepHandlers):
         return check_report(self.pb, str(self.pb.path or self.pb.name), self._nodes, self.preflight)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Until no step runs (a stopped job's watch step returns soon after the stop)."""
+        """Until no step runs (a stopped job's watch step returns soon after the stop). The running
+        step's own thread (one that closes or relaunches its run) does not wait for itself: False."""
+        if threading.current_thread() is self._step_thread:
+            return False
         return self._idle.wait(timeout)
 
     # ---- events ---------------------------------------------------------------------------------
@@ -187,6 +191,7 @@ class Runbook(StepHandlers):
         step = self.step(step_id)
         self._ensure_run_dir()
         self._idle.clear()
+        self._step_thread = threading.current_thread()
         self._set(step, StepState.RUNNING, step.title)
         try:
             message = self._steps[step.kind](step) or ""
@@ -203,6 +208,7 @@ class Runbook(StepHandlers):
             raise
         finally:
             self._write_summary()
+            self._step_thread = None
             self._idle.set()
 
     def run_all(self, start: str | None = None) -> bool:
@@ -287,7 +293,7 @@ def _finish_run_dir(rb: Runbook) -> None:
         s = rb.summary()
         rb.run_dir.write_summary(s)
         rb.emit(RunFinished(s["ok"], s))
-        rb.run_dir.close()
+        rb.run_dir.close(rb.node_names)
 
 
 def apply_and_rerun(rb: Runbook, proposal: Proposal, switched: Callable[[Runbook], None] = lambda rb: None) -> FixOutcome:
