@@ -65,9 +65,13 @@ class PaneGrid(TabPane):
             self._columns()
 
     def _columns(self) -> None:
-        """Two columns, or one: below 80 columns two panes side by side were 16 columns each."""
-        n, (w, h) = len(self.roles), self.app.size
-        stack = n == 1 or (w < STACK_BELOW and (self.size.height or h - 8) // n >= MIN_STACKED_ROWS)
+        """Two columns, or one: below 80 columns two panes side by side were 16 columns each. Decided
+        on the tab's own height: before it is laid out (or while another tab shows) it has none, and
+        the call after the first refresh, or the resize that shows it, decides."""
+        n, h = len(self.roles), self.size.height
+        if n > 1 and not h:
+            return
+        stack = n == 1 or (self.app.size.width < STACK_BELOW and h // n >= MIN_STACKED_ROWS)
         grid = self.query_one(Grid)
         if grid.styles.grid_size_columns != (1 if stack else 2):
             grid.styles.grid_size_columns = 1 if stack else 2
