@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -124,20 +125,28 @@ def test_ctrl_c_stops_the_job_and_exits_130(tmp_path: Path, runs_dir: Path) -> N
 
 
 def test_a_stop_while_waiting_for_the_master_is_the_users_not_a_failure(tmp_path: Path, runs_dir: Path) -> None:
-    """Stopped while wait-master waited (torchrun still importing torch): the step said "torchrun on
-    localhost exited (143) before its port 29511 listened. Its last lines:" and nothing after, and
-    the run's bundle "outcome: FAILED"."""
+    """Stopped while wait-master waited: the step said "torchrun on localhost exited (143) before
+    its port 29511 listened. Its last lines:" and nothing after, and the run's bundle "outcome:
+    FAILED". The test double is the node's python: a wrapper that sleeps before it starts torchrun,
+    so the master's port never listens before the stop, however fast the machine imports torch."""
+    import sys
     import threading
 
     from ddptui.core.playbook.loader import load_playbook
     from ddptui.core.runbook import Runbook
     from ddptui.core.transport.factory import SSHSettings, make_factory
 
+    slow = tmp_path / "slow-python"
+    slow.write_text(f'#!/bin/sh\n# the node\'s python; torchrun through it starts (its port listens) a minute late\n'
+                    f'if [ "$2" = torch.distributed.run ]; then sleep 60; fi\nexec {shlex.quote(sys.executable)} "$@"\n')
+    slow.chmod(0o755)
+    playbook = tmp_path / "slow-master.yaml"
+    playbook.write_text(LOCAL.read_text().replace("job:\n", f"job:\n  python: {slow}\n", 1))
     events: list = []
-    rb = Runbook(load_playbook(LOCAL), events.append, runs_dir, make_factory(SSHSettings()))
+    rb = Runbook(load_playbook(playbook), events.append, runs_dir, make_factory(SSHSettings()))
     try:
         assert rb.run_step("connect") and rb.run_step("launch-master")
-        stopper = threading.Timer(0.3, rb.stop_job)  # torchrun's own import of torch takes longer
+        stopper = threading.Timer(0.3, rb.stop_job)
         stopper.start()
         assert not rb.run_step("wait-master")
         stopper.join()
