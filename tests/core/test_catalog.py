@@ -143,6 +143,16 @@ def test_suppression_follows_the_catalog(monkeypatch: pytest.MonkeyPatch) -> Non
     assert {f.id for f in e.findings} == {"hostname-resolution", "bad-master-addr"}
 
 
+
+def test_an_id_this_version_does_not_know_hides_nothing_and_stays() -> None:
+    """A bundle made by a newer ddptui can carry a cause this one has no entry for: the Findings tab
+    that opens it applies the suppression and must not fail on it (it raised KeyError)."""
+    died = finding("remote-rank-died", ["n1"], "n1: a peer rank died first", [Evidence("n1", 3, "x")])
+    newer = Finding("a-cause-from-a-newer-ddptui", "error", ["n1"], "something new", [], "")
+    assert catalog.hidden_ids([newer, died]) == set()
+    segv = finding("segfault-exit-11", ["n1"], "n1: a rank died of SIGSEGV", [Evidence("n1", 0, "exit code -11")])
+    assert catalog.hidden_ids([newer, died, segv]) == {"remote-rank-died"}
+
 # ---- one finding per cause in preflight -----------------------------------------------------------
 def _bad_ifname(node: str, route_if: str = "eth0") -> Finding:
     return finding("bad-socket-ifname", [node], f"{node}: GLOO_SOCKET_IFNAME=eth9 names no usable interface",

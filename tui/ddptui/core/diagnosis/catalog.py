@@ -298,13 +298,14 @@ def hidden_ids(findings: Iterable[Finding]) -> set[str]:
     """The ids that a better explanation among these findings covers (the catalog's `suppresses`).
 
     A node-level cause hides another only where they share a node; a job-wide one (it compares the
-    nodes) hides wherever it is raised.
+    nodes) hides wherever it is raised. An id this version does not know (a bundle made by a newer
+    ddptui) hides nothing and stays shown.
     """
     active = {f.id: f for f in findings}
     hidden: set[str] = set()
     for f in active.values():
-        cause = CATALOG[f.id]
-        for s in cause.suppresses:
+        cause = CATALOG.get(f.id)
+        for s in cause.suppresses if cause else ():
             if s in active and (cause.job_wide or set(active[s].nodes) & set(f.nodes)):
                 hidden.add(s)
     return hidden

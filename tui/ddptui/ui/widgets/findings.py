@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
+from ...core.diagnosis.catalog import hidden_ids
 from ...core.diagnosis.model import Finding
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
@@ -19,7 +20,8 @@ class FindingsTab(TabPane):
 
     def __init__(self, title: str, **kw) -> None:
         super().__init__(title, **kw)
-        self.findings: list[Finding] = []
+        self.raised: list[Finding] = []  # every finding raised, newest first
+        self.findings: list[Finding] = []  # those shown: none that a better explanation raised since covers
 
     def compose(self) -> ComposeResult:
         yield DataTable(cursor_type="row", id="findings")
@@ -27,10 +29,12 @@ class FindingsTab(TabPane):
             yield Static("no findings", id="finding-detail")
 
     def add(self, f: Finding) -> None:
-        old = next((i for i, x in enumerate(self.findings) if x.id == f.id), None)
-        if old is not None:  # an update (more nodes, or resolved): replace it in place
-            self.findings.pop(old)
-        self.findings.insert(0, f)  # newest first
+        """A finding raised, or raised again (more nodes, resolved): it goes first. One that explains
+        another better (the catalog's `suppresses`: a segfault, the peer's "remote rank died" it
+        caused) hides that one, as the run's summary and `diagnose` do."""
+        self.raised = [f] + [x for x in self.raised if x.id != f.id]
+        hidden = hidden_ids(self.raised)
+        self.findings = [x for x in self.raised if x.id not in hidden]
         self._fill(0)
         counts = {s: sum(1 for x in self.findings if x.severity == s and x.active)
                   for s in ("error", "warning", "info")}
@@ -70,7 +74,7 @@ class FindingsTab(TabPane):
             t.move_cursor(row=min(max(row, 0), len(self.findings) - 1))
 
     def clear(self, message: str) -> None:
-        self.findings = []
+        self.raised, self.findings = [], []
         self.query_one("#findings", DataTable).clear()
         self.query_ancestor(TabbedContent).get_tab(self).label = "Findings"
         self.query_one("#finding-detail", Static).update(message)

@@ -1,0 +1,45 @@
+"""The live Findings tab shows what the run's verdict says: a finding that a better explanation
+raised later covers (the catalog's `suppresses`) leaves the tab, as it is left out of summary.json,
+`diagnose` and the report. Checked on every recorded log of the corpus, fed to the real engine, whose
+findings reach the tab one by one as they are raised, as a run's do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddptui.core.diagnosis.engine import Engine
+from ddptui.ui.app import DdptuiApp
+from ddptui.ui.widgets.findings import FindingsTab
+from tests.conftest import DATA
+from tests.ui import scenes
+
+LOGS = sorted((DATA / "corpus" / "nccl").glob("*.log"))
+
+
+async def test_the_tab_drops_a_finding_once_a_better_explanation_covers_it(tmp_path: Path) -> None:
+    app = DdptuiApp(playbook=scenes.write_playbook(tmp_path), runs_dir=tmp_path / "runs")
+    covered: list[str] = []  # the logs where a finding raised first was covered later
+    async with app.run_test(size=(160, 45)) as pilot:
+        tab = app.screen.query_one(FindingsTab)
+        await pilot.press("4")
+        for log in LOGS:
+            tab.clear("no findings")
+            raised: list[str] = []
+
+            def changed(f, raised=raised) -> None:
+                raised.append(f.id)
+                tab.add(f)
+
+            engine = Engine(on_change=changed)
+            engine.feed_text("node01", log.read_text(encoding="utf-8", errors="replace"))
+            verdict = engine.finish()
+            shown = {f.id for f in tab.findings}
+            assert shown == {f.id for f in verdict}, log.name
+            label = str(tab.query_ancestor("TabbedContent").get_tab(tab).label)
+            errors = sum(1 for f in verdict if f.severity == "error" and f.active)
+            assert (f"{errors}E" in label) == bool(errors), (log.name, label)
+            if set(raised) - shown:
+                covered.append(log.name)
+        await pilot.pause()
+    print(f"{len(covered)} of {len(LOGS)} logs raised a finding a later one covers: {covered}")
+    assert covered, "no log of the corpus raised a finding that a later one covers: the test checks nothing"
