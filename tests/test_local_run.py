@@ -122,6 +122,13 @@ def test_ctrl_c_stops_the_job_and_exits_130(tmp_path: Path, runs_dir: Path) -> N
     assert "outcome: stopped by the user" in shown.stdout, shown.stdout
     md = subprocess.run([ddptui_exe(), "report", str(run)], capture_output=True, text=True, timeout=60).stdout
     assert "— stopped by the user" in md and "(the last node; ddptui closed " in md, md
+    side_by_side = subprocess.run([ddptui_exe(), "diff", str(run), str(run)], capture_output=True, text=True,
+                                  timeout=60).stdout  # said "failed", as open and report did before
+    assert side_by_side.startswith(f"A: {run} (run, stopped by the user)\nB: "), side_by_side
+    as_json = subprocess.run([ddptui_exe(), "diff", str(run), str(run), "--json"], capture_output=True, text=True,
+                             timeout=60).stdout
+    assert json.loads(as_json)["a"] == {"source": str(run), "kind": "run", "playbook": "local-smoke", "ok": False,
+                                        "outcome": "stopped"}
 
 
 def test_a_stop_while_waiting_for_the_master_is_the_users_not_a_failure(tmp_path: Path, runs_dir: Path) -> None:

@@ -55,6 +55,7 @@ def test_diff_of_two_real_runs_shows_the_changed_env(real_run: Path, real_run_b:
     r = ddptui("diff", str(a), str(real_run_b), "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
+    assert d["a"]["outcome"] == d["b"]["outcome"] == "passed" and d["a"]["ok"] is True
     node = d["nodes"]["localhost"]
     assert node["env"]["NCCL_DEBUG"] == ["WARN", "INFO"]
     assert node["exit_code"] == [0, 0] and all(isinstance(x, float) for x in node["duration_s"])
@@ -63,6 +64,7 @@ def test_diff_of_two_real_runs_shows_the_changed_env(real_run: Path, real_run_b:
     assert not any(s in r.stdout for s in SECRETS)
     text = ddptui("diff", str(real_run), str(real_run_b))
     assert text.returncode == 0 and "≠ env.NCCL_DEBUG" in text.stdout and "WARN" in text.stdout
+    assert text.stdout.startswith(f"A: {real_run} (run, ok)\nB: {real_run_b} (run, ok)\n"), text.stdout
     assert MY_VAR not in text.stdout
 
 

@@ -31,11 +31,20 @@ def diff(a: Bundle, b: Bundle) -> dict[str, Any]:
         }
     fa, fb = set(F.finding_ids(a.findings)), set(F.finding_ids(b.findings))
     return {
-        "a": {"source": str(a.source), "kind": a.kind, "playbook": a.name, "ok": a.summary.get("ok")},
-        "b": {"source": str(b.source), "kind": b.kind, "playbook": b.name, "ok": b.summary.get("ok")},
+        "a": _side(a),
+        "b": _side(b),
         "findings": {"only_a": sorted(fa - fb), "only_b": sorted(fb - fa), "both": sorted(fa & fb)},
         "nodes": per_node,
     }
+
+
+def _side(x: Bundle) -> dict[str, Any]:
+    return {"source": str(x.source), "kind": x.kind, "playbook": x.name, "ok": x.summary.get("ok"),
+            "outcome": x.outcome}
+
+
+OUTCOME_WORDS = {"passed": "ok", "failed": "failed", "stopped": "stopped by the user",
+                 "unknown": "unknown (no summary)"}
 
 
 def render(d: dict[str, Any], width: int = 44) -> str:
@@ -43,8 +52,7 @@ def render(d: dict[str, Any], width: int = 44) -> str:
         mark = " " if va == vb else "≠"
         return f"  {mark} {label:<28} {_s(va):<{width}} {_s(vb)}"
 
-    out = [f"A: {d['a']['source']} ({d['a']['kind']}, {'ok' if d['a']['ok'] else 'failed'})",
-           f"B: {d['b']['source']} ({d['b']['kind']}, {'ok' if d['b']['ok'] else 'failed'})"]
+    out = [f"{k.upper()}: {d[k]['source']} ({d[k]['kind']}, {OUTCOME_WORDS[d[k]['outcome']]})" for k in ("a", "b")]
     f = d["findings"]
     out.append(f"findings: only in A: {', '.join(f['only_a']) or '—'} · only in B: {', '.join(f['only_b']) or '—'}"
                f" · both: {', '.join(f['both']) or '—'}")

@@ -43,6 +43,17 @@ class Bundle:
         return str(self.summary.get("playbook") or self.manifest.get("playbook") or self.source.stem)
 
     @property
+    def outcome(self) -> str:
+        """How the run ended, one word that each view says its own way: passed, failed, stopped (by
+        the user: not ok, and not a failure either), or unknown (no summary, or one with no verdict)."""
+        ok = self.summary.get("ok")
+        if ok is True:
+            return "passed"
+        if ok is not False:
+            return "unknown"
+        return "stopped" if self.summary.get("stopped_by_user") is True else "failed"
+
+    @property
     def nodes(self) -> list[str]:
         names = list((self.summary.get("nodes") or {}).keys())
         return names + [n for n in self.node_logs if n not in names]

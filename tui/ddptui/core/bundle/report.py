@@ -32,9 +32,7 @@ def _fence(lines: list[str]) -> list[str]:
 def report(b: Bundle) -> str:
     s = b.summary
     out = [f"## ddptui: {b.name}", ""]
-    ok = s.get("ok")
-    verdict = "passed" if ok else "unknown (no summary)" if ok is not False else \
-        "stopped by the user" if s.get("stopped_by_user") is True else "failed"
+    verdict = {"stopped": "stopped by the user", "unknown": "unknown (no summary)"}.get(b.outcome, b.outcome)
     ended = [d["ended"] for d in (s.get("nodes") or {}).values() if isinstance(d.get("ended"), (int, float))]
     out += [f"- **Run**: `{s.get('run_id') or b.manifest.get('run_id') or b.source.name}` — {verdict}",
             f"- **Started**: {_when(s.get('started'))}; **ended**: "  # the job's end, not when ddptui was closed

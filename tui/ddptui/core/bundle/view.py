@@ -116,11 +116,9 @@ def summary_text(b: Bundle, pb: Playbook, note: str = "") -> str:
     out = [headline(b)]
     if note:
         out.append(f"note: {note}")
-    ok = b.summary.get("ok")
-    outcome = "ok" if ok is True else "unknown (no summary)" if ok is not False else \
-        "stopped by the user" if b.summary.get("stopped_by_user") is True else "FAILED"
-    out.append(f"outcome: {outcome}, "
-               f"{tl.duration:.1f}s recorded")
+    outcome = {"passed": "ok", "failed": "FAILED", "stopped": "stopped by the user",
+               "unknown": "unknown (no summary)"}[b.outcome]
+    out.append(f"outcome: {outcome}, {tl.duration:.1f}s recorded")
     out.append("nodes:")
     for n in pb.ordered_nodes():
         st = end.nodes.get(n.name)
