@@ -16,7 +16,7 @@ import pytest
 from ddptui.core.logs.results import parse_bandwidth_line, parse_result_line
 from ddptui.ui.app import DdptuiApp
 from ddptui.ui.screens.playbook import PlaybookScreen
-from tests.conftest import ROOT, ddptui_exe, needs_torch
+from tests.conftest import DATA, ROOT, ddptui_exe, needs_torch
 
 pytestmark = [needs_torch, pytest.mark.torch]
 LOCAL = ROOT / "playbooks" / "local-smoke.yaml"
@@ -210,6 +210,27 @@ def test_a_missing_gloo_interface_on_one_node_is_found_by_check_and_fixed(runs_d
                        capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
 
+
+
+def test_a_training_scripts_own_error_is_what_the_run_says_failed(runs_dir: Path, tmp_path: Path) -> None:
+    """A real torchrun whose last rank raises ValueError (tests/data/workloads/raise_in_rank.py);
+    its peer's link breaks. The run said only remote-rank-died ("a peer rank died first"), the
+    ValueError in no finding. The verdict now names the error, live, in summary.json and in
+    `diagnose` of the run; the peer's broken link is covered by it."""
+    pb = tmp_path / "raises.yaml"
+    pb.write_text(LOCAL.read_text().replace("builtin:smoke", str(DATA / "workloads" / "raise_in_rank.py"))
+                  .replace('args: ["--steps", "5"]', "args: []").replace("29511", "29513"))
+    r = subprocess.run([ddptui_exe(), "run", str(pb), "--headless", "--runs-dir", str(runs_dir)],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr
+    error = "ValueError: batch 17 has 0 samples: the dataset shard for rank 1 is empty"
+    assert f"⚠ unrecognized-failure (error, active): localhost: [default1]:[rank1]: {error}" in r.stdout, r.stdout[-3000:]
+    (run,) = list(runs_dir.iterdir())
+    found = json.loads((run / "summary.json").read_text())["findings"]
+    assert [f["id"] for f in found] == ["unrecognized-failure"], found
+    assert found[0]["summary"].endswith(error) and found[0]["evidence"][0]["text"].endswith(error)
+    d = subprocess.run([ddptui_exe(), "diagnose", str(run), "--json"], capture_output=True, text=True, timeout=60)
+    assert d.returncode == 1 and [f["id"] for f in json.loads(d.stdout)["findings"]] == ["unrecognized-failure"]
 
 async def test_s_on_a_step_that_passed_is_refused_in_words(runs_dir: Path) -> None:
     """`s` on a passed step re-marked it "skipped" and its result was gone from the list and the detail."""

@@ -87,3 +87,39 @@ def test_a_cpp_frame_naming_an_error_class_is_no_failure() -> None:
     engine = Engine(expected_nnodes=1)
     engine.feed("node03", ["[rank1]: torch.distributed.DistError: the store went away"])
     assert [x.id for x in engine.finish()] == ["unrecognized-failure"]
+
+
+def test_a_ranks_own_error_is_the_finding_not_the_broken_link_it_caused() -> None:
+    """A training script raised on one rank; the other rank on the node saw "Connection closed by
+    peer". The node was explained by remote-rank-died ("a peer rank died first") and the error the
+    user had to read, the ValueError, was in no finding. It is now the unrecognized-failure's summary
+    and first evidence, which covers remote-rank-died there, in whatever order the ranks' lines came."""
+    (log,) = GROUPS["25"]
+    body = split(log)[1]
+    own = [i for i, x in enumerate(body) if x.startswith("[default1]:")]
+    peer = [i for i, x in enumerate(body) if x.startswith("[default0]:[rank0]:")]
+    assert own and peer and max(own) < min(peer)  # as recorded: the raising rank's traceback first
+    swapped = [body[i] for i in range(min(own))] + [body[i] for i in peer] + [body[i] for i in own] + [
+        body[i] for i in range(max(peer) + 1, len(body))]
+    assert sorted(swapped) == sorted(body)
+    for lines in (body, swapped):
+        engine = Engine()
+        engine.feed("localhost", lines)
+        engine.node_exited("localhost", 1)
+        (f,) = engine.finish()
+        assert f.id == "unrecognized-failure", (f.id, f.summary)
+        assert f.summary == ("localhost: [default1]:[rank1]: ValueError: batch 17 has 0 samples: the dataset shard "
+                             "for rank 1 is empty")
+        assert f.evidence[0].text == f.summary.removeprefix("localhost: ")
+        assert lines[f.evidence[0].line - 1].strip() == f.evidence[0].text  # the line it names
+
+
+def test_a_node_whose_errors_are_all_consequences_stays_remote_rank_died() -> None:
+    """The other side of the rule: a node whose ranks only saw their links break (here the recorded
+    master whose worker was killed, and a real user's log) is remote-rank-died, as before."""
+    for files in (GROUPS["14"][:1], [DATA / "corpus" / "nccl" / "53-remote-rank-died-broken-pipe.log"]):
+        engine = Engine()
+        for f in files:
+            engine.feed("n", split(f)[1])
+        engine.node_exited("n", 1)
+        assert [x.id for x in engine.finish()] == ["remote-rank-died"], files

@@ -24,6 +24,9 @@ class Cause:
     fix: Fix | None = None
     suppresses: tuple[str, ...] = ()  # ids this one explains better when both are raised
     job_wide: bool = False  # compares the nodes of the job: its suppressions hold on every node
+    # a symptom of another rank's failure: it explains a node's failure only where that node shows no
+    # error of its own before it (engine._unrecognized); one it shows is the finding, not this
+    consequence: bool = False
 
 
 class Default:
@@ -211,7 +214,7 @@ _CAUSES = (
           "The connection to a peer rank broke: that rank, on this node or another, died first. Its own lines "
           "(the first Traceback, signal or exit code; torchrun's Root Cause) say why.",
           _manual("find the first failure among the job's ranks (the run's first failure names its rank): "
-                  "this one is a consequence")),
+                  "this one is a consequence"), consequence=True),
     # ---- the fabric ----------------------------------------------------------------------------------
     Cause("gid-index", "error", "RoCE GID index does not route",
           "RETRY_EXCEEDED on the first RDMA transfer on RoCE: the default GID index does not route between the "
@@ -237,9 +240,11 @@ _CAUSES = (
           _manual("check NCCL_DEBUG=INFO's 'Using network' line and the interface it names; measure the link "
                   "alone (ib_write_bw, iperf3) between the nodes")),
     Cause("unrecognized-failure", "error", "a failure ddptui does not recognize",
-          "The job failed, but no known cause matched its output.",
+          "The job failed, but no known cause matched its output (a Python exception in the training script is "
+          "one): the evidence is each node's first error.",
           _manual("read the first error on each node (the earliest failure usually causes the rest); NCCL_DEBUG=INFO "
-                  "and TORCH_DISTRIBUTED_DEBUG=DETAIL say more")),
+                  "and TORCH_DISTRIBUTED_DEBUG=DETAIL say more"),
+          suppresses=("remote-rank-died",)),  # that node's own error came first: the peers' broken links follow it
 )
 
 CATALOG: dict[str, Cause] = {c.id: c for c in _CAUSES}

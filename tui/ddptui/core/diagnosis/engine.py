@@ -259,8 +259,11 @@ class Engine(SpentLines):
     def _unrecognized(self) -> None:
         fid = "unrecognized-failure"
         # a finding covers the nodes it names and those its evidence comes from (a cross rule over
-        # the hosts of one log names the hosts)
-        explained = {n for f in self._findings.values() if f.id != fid for n in [*f.nodes, *(e.node for e in f.evidence)]}
+        # the hosts of one log names the hosts); a consequence (a peer died first) not a node whose
+        # first error is its own: that error is what the user needs to read
+        explained = {n for f in self._findings.values() if f.id != fid
+                     for n in [*f.nodes, *(e.node for e in f.evidence)]
+                     if not (_is_consequence(f.id) and self.failures.own_error(n))}
         nodes, summary, evidence = self.failures.unexplained(explained)
         if nodes:
             self._raise_cross(fid, nodes, summary, evidence)
@@ -274,6 +277,11 @@ class Engine(SpentLines):
         fs = list(self._findings.values())
         hidden = hidden_ids(fs)
         return [f for f in fs if f.id not in hidden]
+
+
+def _is_consequence(fid: str) -> bool:
+    cause = CATALOG.get(fid)
+    return bool(cause and cause.consequence)
 
 
 def anchors(rules: tuple[Rule, ...], signs: tuple[Sign, ...]) -> tuple[list[Entry], list[tuple[str, list[Entry]]], list[str]]:

@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 
 from .classify import signal_name, signal_of_exit
 from .model import Evidence
-from .rules import Sign
+from .rules import CONSEQUENCE, Sign
 
 
 @dataclass
 class NodeFailure:
     traceback_at: int = 0  # the line of the first "Traceback (most recent call last)"
     exception: tuple[int, str] | None = None  # the first traceback's exception line (or the first one seen)
+    own: tuple[int, str] | None = None  # the first exception that no other rank's failure caused (CONSEQUENCE)
     warn: tuple[int, str] | None = None  # the first NCCL WARN that is no known notice
     exit: tuple[int, str] | None = None  # the first line that says the exit code or the signal
     rc: int | None = None  # the exit code the runner reported (node_exited)
@@ -45,6 +46,8 @@ class Failures:
             # the exception line that ends the first traceback wins over one seen before it
             if nf.exception is None or (nf.traceback_at and nf.exception[0] < nf.traceback_at):
                 nf.exception = (n, text)
+            if nf.own is None and not CONSEQUENCE.search(text):  # in whatever order the ranks' lines came
+                nf.own = (n, text)
         elif sign.kind == "warn":
             nf.warn = nf.warn or (n, text)
         elif sign.kind == "exit":
@@ -54,6 +57,12 @@ class Failures:
         nf = self.nodes.setdefault(node, NodeFailure())
         nf.rc = rc
 
+    def own_error(self, node: str) -> bool:
+        """A rank on the node raised an error of its own (the training script's), not only ones that
+        another rank's failure caused (rules.CONSEQUENCE)."""
+        nf = self.nodes.get(node)
+        return bool(nf and nf.own)
+
     def unexplained(self, explained: set[str]) -> tuple[list[str], str, list[Evidence]]:
         """The nodes that failed with no finding of their own, what each showed, and the evidence."""
         nodes, parts, evidence = [], [], []
@@ -61,11 +70,12 @@ class Failures:
             if not nf.failed or node in explained:
                 continue
             nodes.append(node)
-            ev = [Evidence(node, it[0], it[1]) for it in (nf.warn, nf.exception, nf.exit) if it]
+            exc = nf.own or nf.exception  # the node's own error before the broken link it caused
+            ev = [Evidence(node, it[0], it[1]) for it in (nf.warn, exc, nf.exit) if it]
             if nf.rc:
                 sig = signal_of_exit(nf.rc)
                 ev.append(Evidence(node, 0, f"exit code {nf.rc}" + (f" ({signal_name(sig)})" if sig else "")))
             evidence += ev
-            first = nf.exception or nf.warn or nf.exit
+            first = exc or nf.warn or nf.exit
             parts.append(f"{node}: {first[1][:160] if first else ev[-1].text if ev else 'failed'}")
         return nodes, "; ".join(parts), evidence

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import DdptuiError
 from ..logs.rundir import clean_summary
 from ..slurm.output import OutputSplitter, looks_labeled, split_file
+from .catalog import hidden_ids
 from .engine import Engine
 from .model import Finding
 
@@ -131,11 +132,13 @@ def feed_exits(engine: Engine, summary: dict) -> None:
 
 def with_stored(found: list[Finding], stored) -> list[Finding]:
     """The logs' findings, and those the run recorded that no log shows (the checks', the runner's
-    own such as master-not-started), unless the logs gave the same id."""
+    own such as master-not-started), unless the logs gave the same id; none that a better
+    explanation among them all covers (a run recorded before today's rules knew it)."""
     ids = {f.id for f in found}
     out = list(found)
     for d in stored:
         if isinstance(d, dict) and d.get("id") and d["id"] not in ids:
             out.append(Finding.from_json(d))
             ids.add(d["id"])
-    return out
+    hidden = hidden_ids(out)
+    return [f for f in out if f.id not in hidden]

@@ -293,6 +293,14 @@ OFI_CLOSE = r"WARN NET/OFI Attempt to call (?:recv|send)_close(?:_deferred)? wit
 # A Python exception line: the class right after a launcher prefix ([rank3]:, 0: , [1,0]<stdout>:,
 # (Worker pid=1, ip=...) , a timestamp) or at the line start, then ':' or the line's end.
 _EXC_HEAD = r"(?:^|[\]>:)]|\d )\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
+# The errors a rank raises because another failed first: its link to a peer broke (remote-rank-died's
+# own lines), torch's wrappers of that (a backend, network or store error), torchrun reporting its
+# children's end. A node's first exception that is none of these is an error of its own (a Python
+# exception in the training script): remote-rank-died does not explain that node (engine._unrecognized).
+CONSEQUENCE = re.compile(
+    r"Connection (?:closed|reset) by peer|Broken pipe|ncclRemoteError|remote process exited|network error|"
+    r"Dist(?:Backend|Network|Store)Error|ChildFailedError|SignalException|NCCL communicator was aborted")
+
 FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("traceback", r"Traceback \(most recent call last\)"),
     # `Error:` but not C++'s `c10::DistError::DistError(...)` in a frame of a warning's backtrace
