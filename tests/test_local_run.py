@@ -224,7 +224,7 @@ def test_a_training_scripts_own_error_is_what_the_run_says_failed(runs_dir: Path
                        capture_output=True, text=True, timeout=240)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr
     error = "ValueError: batch 17 has 0 samples: the dataset shard for rank 1 is empty"
-    assert f"⚠ unrecognized-failure (error, active): localhost: [default1]:[rank1]: {error}" in r.stdout, r.stdout[-3000:]
+    assert f"⚠ unrecognized-failure (error, active): localhost rank 1: {error}" in r.stdout, r.stdout[-3000:]
     (run,) = list(runs_dir.iterdir())
     found = json.loads((run / "summary.json").read_text())["findings"]
     assert [f["id"] for f in found] == ["unrecognized-failure"], found

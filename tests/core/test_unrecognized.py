@@ -34,7 +34,7 @@ def test_evidence_is_the_first_warn_the_traceback_exception_and_the_exit_code() 
     texts = [e.text for e in f.evidence]
     assert texts[0] == "[rank0]: KeyError: 'labels'"  # the first traceback's exception, not the agent's later one
     assert "failed (exitcode: 1)" in texts[1] and len(texts) == 2
-    assert f.summary == "01: [rank0]: KeyError: 'labels'" and f.fix is not None
+    assert f.summary == "01 rank 0: KeyError: 'labels'" and f.fix is not None  # torch's [rank0]: said as words
 
     (f,) = run("02-madeup-nccl-warn-illegal-access-srun.log").findings
     assert [e.line for e in f.evidence] == [3, 5]  # the libibverbs notice is no failure; srun's exit code

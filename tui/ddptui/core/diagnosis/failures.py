@@ -77,5 +77,18 @@ class Failures:
                 ev.append(Evidence(node, 0, f"exit code {nf.rc}" + (f" ({signal_name(sig)})" if sig else "")))
             evidence += ev
             first = exc or nf.warn or nf.exit
-            parts.append(f"{node}: {first[1][:160] if first else ev[-1].text if ev else 'failed'}")
+            parts.append(said(node, first[1]) if first else f"{node}: {ev[-1].text if ev else 'failed'}")
         return nodes, "; ".join(parts), evidence
+
+
+_RANK_HEAD = re.compile(r"^(?:\[default\d+\]:)?\[rank(\d+)\]:\s*")  # torchrun --tee's, then torch's own
+_TEE_HEAD = re.compile(r"^\[default\d+\]:\s*")
+
+
+def said(node: str, line: str) -> str:
+    """A failure line as a summary says it: `node02 rank 3: ValueError: ...` for a rank's line that
+    torchrun (`[default1]:`) and torch (`[rank3]:`) prefixed; the line as it is otherwise."""
+    m = _RANK_HEAD.match(line)
+    if m is not None:
+        return f"{node} rank {m.group(1)}: {line[m.end():][:160]}"
+    return f"{node}: {_TEE_HEAD.sub('', line)[:160]}"
