@@ -4,8 +4,13 @@ what a node of the namespace cluster answered (tests/core/recorded_nodes.py)."""
 
 from __future__ import annotations
 
+import pytest
+
+from ddptui.core.checks import stage
 from ddptui.core.checks.preflight import NodeTarget, Preflight
+from ddptui.core.errors import StepFailed
 from ddptui.core.events import CheckResult
+from ddptui.core.launch.nodes import NodeRun
 from ddptui.core.playbook.loader import parse_playbook
 from tests.core.recorded_nodes import MASTER_ADDR, RecordedNode
 
@@ -50,3 +55,29 @@ def test_workers_try_the_master_when_its_port_is_free() -> None:
     got = rows(PLAYBOOK, {"node04": ("failed 10.213.0.2:29500: timed out", 1)})
     assert got[("node03", "master-reachable")].status == "pass"
     assert got[("node04", "master-reachable")].status == "fail" and "timed out" in got[("node04", "master-reachable")].summary
+
+
+def step_words(text: str, port: dict[str, tuple[str, int]] | None = None) -> str:
+    """The check step's words when it fails (stage.verdict), on preflight's result for the recorded nodes."""
+    pb = parse_playbook(text)
+    targets = [NodeTarget(n.name, "master" if n.name == pb.master else "worker",
+                          RecordedNode(n.name, (port or {}).get(n.name)), "python3",
+                          {**pb.job.env_dict(), **dict(n.env)}, pb.nproc_of(n)) for n in pb.nodes]
+    result = Preflight(pb, targets, MASTER_ADDR, on_check=lambda r: None).run()
+    with pytest.raises(StepFailed) as e:
+        stage.verdict(pb, {n.name: NodeRun(n) for n in pb.nodes}, result, lambda ev: None)
+    return str(e.value)
+
+
+def test_the_failed_step_says_each_cause_once() -> None:
+    """A bad GLOO_SOCKET_IFNAME on 3 nodes: the step said each node's env cell ("...(the playbook
+    sets it): bad-socket-ifname") and then the finding that says the same. The cells the finding
+    says are left to the Checks tab; their count stays. A taken master port: the port cell's "port
+    29500 is already in use" and port-in-use, whose evidence is that cell's own command, once."""
+    words = step_words(PLAYBOOK.replace("train.py", "builtin:smoke") + "    GLOO_SOCKET_IFNAME: eth9\n")
+    assert words == ("3 checks failed, 1 error finding: bad-socket-ifname: node02, node03, node04: "
+                     "GLOO_SOCKET_IFNAME=eth9 names no usable interface"), words
+    words = step_words(PLAYBOOK.replace("train.py", "builtin:smoke"),
+                       {"node02": ("bind-failed errno=98 Address already in use", 3)})
+    assert words.startswith("1 check failed, 1 error finding: port-in-use: master_port 29500 is already taken on "
+                            "node02") and "master-port" not in words, words
