@@ -46,7 +46,7 @@ LOGS_ONLY = {"cycle_filter", "hide_chatter", "find"}  # what acts on the panes o
 
 KEYS = [  # the screen's keys: the footer, `?` and the palette are made from them
     Binding("f", "fix", "Fix", tooltip="Fix: the selected finding's change to the playbook, as a diff"),
-    Binding("j", "jump_to_evidence", "Jump", tooltip="Jump to evidence: the selected finding's line, in its pane"),
+    Binding("j", "jump_to_evidence", "Jump", tooltip="Jump to evidence: the selected finding's line in its pane, or its check's cell"),
     Binding("v", "cycle_filter", "Filter", group=FILTERS,
             tooltip="Filter: the panes show all, all but launcher INFO, NCCL, warnings+errors, each local rank"),
     Binding("h", "hide_chatter", "Chatter", group=FILTERS, tooltip="Chatter: hide (or show) the launcher's chatter, torchrun's "
@@ -296,7 +296,8 @@ class PlaybookScreen(TabActions, Frames, AllocationView, FixActions, StepThrough
         f = self.query_one(FindingsTab).selected()
         evs = [e for e in (f.evidence if f else []) if e.line]
         if not evs:
-            self.notify("this finding has no log line to jump to")
+            if f is None or not self.jump_to_check(f):  # a check's finding: to its cell
+                self.notify("this finding has no log line to jump to")
             return
         e = evs[0]
         if not self.pane_grid.has_pane(e.node):

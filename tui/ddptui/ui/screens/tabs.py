@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.widgets import TabbedContent, TabPane
 
+from ..widgets.checks import ChecksTab
 from ..widgets.steps import StepTable
 
 
@@ -27,3 +29,16 @@ class TabActions:
             self.set_focus(None)  # focus left inside the tab being hidden would switch straight back to it
         self.query_one(TabbedContent).active = tab
         self.refresh_bindings()
+
+    def jump_to_check(self, f) -> bool:
+        """A finding a check raised (its evidence is a command's answer, no log line): the Checks
+        tab, its cursor on that check's cell on the finding's first node, its output below."""
+        matrix = self.query_one(ChecksTab).matrix
+        for e in f.evidence:
+            cell = matrix.locate(e.node, e.command, f.id)
+            if cell is not None:
+                self.action_show_tab("tab-checks")
+                matrix.move_cursor(row=cell[0], column=cell[1])
+                self._status(Text(f"{e.node} · {matrix.checks[cell[0]]}: the check behind {f.id}"))
+                return True
+        return False

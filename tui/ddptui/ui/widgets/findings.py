@@ -120,4 +120,6 @@ def finding_text(f: Finding) -> Text:
             t.append("press f to preview this change to the playbook\n", style="dim italic")
     if any(e.line for e in f.evidence):
         t.append("press j to see the evidence line in its pane\n", style="dim italic")
+    elif any(e.command for e in f.evidence):
+        t.append("press j to see the check's command and output\n", style="dim italic")
     return t
