@@ -8,7 +8,6 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
-from ...core.diagnosis.catalog import hidden_ids
 from ...core.diagnosis.model import Finding
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
@@ -32,6 +31,8 @@ class FindingsTab(TabPane):
         """A finding raised, or raised again (more nodes, resolved): it goes first. One that explains
         another better (the catalog's `suppresses`: a segfault, the peer's "remote rank died" it
         caused) hides that one, as the run's summary and `diagnose` do."""
+        from ...core.diagnosis.catalog import hidden_ids  # with the first finding: not on the first frame's path
+
         self.raised = [f] + [x for x in self.raised if x.id != f.id]
         hidden = hidden_ids(self.raised)
         self.findings = [x for x in self.raised if x.id not in hidden]
