@@ -138,7 +138,8 @@ _CAUSES = (
     Cause("port-in-use", "error", "the master port is already taken",
           "The rendezvous port is taken on the master (another job, or a previous run's leftover): torchrun's "
           "TCPStore cannot listen there (EADDRINUSE), and the workers hang until their timeout.",
-          _manual("stop what listens there (ss -ltnp 'sport = :PORT') or choose another master_port")),
+          _manual("stop what listens on the master's port (`ss -ltnp` on the master names it, with its "
+                  "pid) or set job.master_port to a free port")),
     # ---- ranks and processes -------------------------------------------------------------------------
     Cause("missing-rank", "error", "not every node or rank joined",
           "Not every node or rank joined: one was never launched, crashed before init_process_group, or points at "
