@@ -183,6 +183,25 @@ _CAUSES = (
           _manual("on that node, install nvidia-fabricmanager of exactly the driver's version (nvidia-smi's Driver "
                   "Version) and start it: systemctl enable --now nvidia-fabricmanager; nvidia-smi -q then shows "
                   "the Fabric State as Completed")),
+    # NVIDIA's maintainers on NVIDIA/nccl#976, #1338, #1488, nccl-tests#276, pytorch#150852: "usually caused by
+    # the Fabric Manager being stopped and restarted without an intervening GPU reset"
+    Cause("nvls-setup-failed", "error", "NVLink SHARP (NVLS) setup failed on an NVSwitch node",
+          "NCCL could not set up NVLink SHARP (NVLS), the NVSwitch multicast it uses for collectives inside an "
+          "HGX/DGX H100, H200 or B200 node: a CUDA call of that setup failed. This follows a Fabric Manager that "
+          "was stopped and restarted without a GPU reset in between (nvidia-smi -q may still say the fabric is "
+          "fine); only a GPU reset or a reboot clears it.",
+          _env({"NCCL_NVLS_ENABLE": "0"}, "NCCL_NVLS_ENABLE=0 runs the job without NVLS (collectives inside the "
+               "node are slower, and they run); the lasting fix is the node's: reset its GPUs after a Fabric "
+               "Manager restart (nvidia-smi -r with no process on them, in the order of the Fabric Manager user "
+               "guide), or reboot it"),
+          suppresses=("remote-rank-died",)),
+    Cause("shm-not-writable", "error", "/dev/shm is not writable for the job",
+          "NCCL keeps the buffers of transfers between GPUs of a node without P2P as files in /dev/shm, and here "
+          "creating one was refused (shm_open: Permission denied): /dev/shm's mode or owner is not the default "
+          "(1777), or a container mounts it read-only.",
+          _env({"NCCL_SHM_DISABLE": "1"}, "make /dev/shm writable for every user again (chmod 1777 /dev/shm, or "
+               "mount its tmpfs with mode=1777); NCCL_SHM_DISABLE=1 avoids it at a cost in speed"),
+          suppresses=("shm-too-small",)),  # NCCL's next line, "Error while creating shared memory segment"
     Cause("shm-too-small", "error", "/dev/shm is too small",
           "/dev/shm is too small for NCCL's shared-memory buffers and DataLoader workers (Docker's default is "
           "64 MiB): they fail with 'No space left on device' or a bus error.",

@@ -107,6 +107,9 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda-driver-mismatch", (r"CUDA driver version is insufficient for CUDA runtime version",)),
     # cudaErrorSystemNotReady (802), as nccl-tests, torch's C++ and its Python warning word it
     Rule("fabric-manager-down", (r"system not yet initialized", r"CUDA_ERROR_SYSTEM_NOT_READY|cudaErrorSystemNotReady")),
+    Rule("nvls-setup-failed", (r"transport/nvls\.cc:\d+ NCCL WARN Cuda failure (\d+) '([^']*)",),
+         summary="NVLS setup failed with CUDA error {0} ({1})"),
+    Rule("shm-not-writable", (r"Call to shm_open failed : Permission denied",)),
     Rule("shm-too-small", (r"failed to extend /dev/shm\S* to \d+ bytes", r"posix_fallocate failed : No space left on device",
                            r"Error while creating shared memory segment", r"insufficient shared memory \(shm\)")),
     Rule("watchdog-timeout", (r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)",),
