@@ -34,6 +34,7 @@ from tests.cluster.netns import Cluster, NodeOpts, down, up
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "data" / "recorded"
 SMOKE = ROOT / "tui" / "ddptui" / "workloads" / "smoke.py"
+RAISES = ROOT / "tests" / "data" / "workloads" / "raise_in_rank.py"  # the named test workload: the last rank raises
 PORT = 29590
 MASTER, WORKER_IP = "10.213.0.2", "10.213.0.3"
 TORCH2 = "/work/venv-torch2141/bin/python"
@@ -67,14 +68,14 @@ class Run:
 
 def torchrun(cl: Cluster, node: str, rank: int, nnodes: int = 2, nproc: int = 1, master: str = MASTER,
              env: dict | None = None, args: tuple = ("--steps", "2"), python: str = sys.executable,
-             c10d: bool = False) -> Run:
+             c10d: bool = False, script: Path = SMOKE) -> Run:
     e = {"LOGLEVEL": "INFO", "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(env or {})}
     cmd = ["ip", "netns", "exec", cl.nodes[node].ns, "unshare", "--uts", "sh", "-c",
            f"hostname {node} && exec env " + " ".join(f"{k}={v}" for k, v in e.items()) + " " +
            " ".join([python, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc}",
                      *(["--rdzv-backend=c10d", f"--rdzv-endpoint={master}:{PORT}", "--rdzv-id=rec"] if c10d else
                        [f"--node-rank={rank}", f"--master-addr={master}", f"--master-port={PORT}"]),
-                     "--rdzv-conf=timeout=15", str(SMOKE), *args])]
+                     "--rdzv-conf=timeout=15", str(script), *args])]
     return Run(cmd)
 
 
@@ -298,6 +299,17 @@ def c10d_master_exits_first(cl: Cluster, opts) -> None:
          "(c10::DistError), exit 0", "none", wt, frames=True)
 
 
+def rank_raises(cl: Cluster, opts) -> None:
+    print("2 ranks per node; the training script raises ValueError on the last rank (node03's second)")
+    m = torchrun(cl, "node02", 0, nproc=2, script=RAISES, args=())
+    w = torchrun(cl, "node03", 1, nproc=2, script=RAISES, args=())
+    wt, mt = finish(w), finish(m)
+    save("26-rank-raises", "node03", "its rank 3 raised ValueError (the training script's own error); its rank 2 "
+         "saw the link to it break", "unrecognized-failure", wt)
+    save("26-rank-raises", "node02", "the master of the same job: both its ranks saw their links to rank 3 break "
+         "(remote-rank-died, a consequence: node03's own error is the job's finding)", "unrecognized-failure", mt)
+
+
 SCENARIOS: dict[str, Callable] = {
     "workers-first": workers_first,
     "wrong-master-addr": wrong_master_addr,
@@ -313,6 +325,7 @@ SCENARIOS: dict[str, Callable] = {
     "nnodes-more-on-worker": nnodes_more_on_worker,
     "nnodes-more-on-master": nnodes_more_on_master,
     "c10d-master-exits-first": c10d_master_exits_first,
+    "rank-raises": rank_raises,
 }
 
 
