@@ -187,13 +187,14 @@ _CAUSES = (
     # the Fabric Manager being stopped and restarted without an intervening GPU reset"
     Cause("nvls-setup-failed", "error", "NVLink SHARP (NVLS) setup failed on an NVSwitch node",
           "NCCL could not set up NVLink SHARP (NVLS), the NVSwitch multicast it uses for collectives inside an "
-          "HGX/DGX H100, H200 or B200 node: a CUDA call of that setup failed. This follows a Fabric Manager that "
-          "was stopped and restarted without a GPU reset in between (nvidia-smi -q may still say the fabric is "
-          "fine); only a GPU reset or a reboot clears it.",
+          "HGX/DGX H100, H200 or B200 node: a CUDA call of that setup failed. The node's NVSwitch fabric is not in "
+          "order: its Fabric Manager is not running (newer NCCL says 'a system or configuration error in the "
+          "Fabric Manager or NVSwitches'), or it was stopped and restarted without a GPU reset in between "
+          "(nvidia-smi -q may still say the fabric is fine), which only a GPU reset or a reboot clears.",
           _env({"NCCL_NVLS_ENABLE": "0"}, "NCCL_NVLS_ENABLE=0 runs the job without NVLS (collectives inside the "
-               "node are slower, and they run); the lasting fix is the node's: reset its GPUs after a Fabric "
-               "Manager restart (nvidia-smi -r with no process on them, in the order of the Fabric Manager user "
-               "guide), or reboot it"),
+               "node are slower, and they run); the lasting fix is the node's: the Fabric Manager running, of the "
+               "driver's version (systemctl status nvidia-fabricmanager), and the GPUs reset after it restarts "
+               "(nvidia-smi -r with no process on them, in the order of its user guide), or a reboot"),
           suppresses=("remote-rank-died",)),
     Cause("shm-not-writable", "error", "/dev/shm is not writable for the job",
           "NCCL keeps the buffers of transfers between GPUs of a node without P2P as files in /dev/shm, and here "
@@ -237,9 +238,12 @@ _CAUSES = (
                   "this one is a consequence"), consequence=True),
     # ---- the fabric ----------------------------------------------------------------------------------
     Cause("gid-index", "error", "RoCE GID index does not route",
-          "RETRY_EXCEEDED on the first RDMA transfer on RoCE: the default GID index does not route between the "
-          "nodes (different switches or subnets).",
-          _env({"NCCL_IB_GID_INDEX": "3"}, "set NCCL_IB_GID_INDEX to the RoCEv2 GID (often 3; check with show_gids)")),
+          "On RoCE, NCCL addresses the peers through one GID index of the HCA's port (NCCL_IB_GID_INDEX): here it "
+          "does not route between the nodes (RETRY_EXCEEDED on the first RDMA transfer: different switches or "
+          "subnets), or it is not there on this node (ibv_modify_qp: No such device), as when the nodes' GID "
+          "tables differ (containers, Kubernetes RDMA plugins).",
+          _env({"NCCL_IB_GID_INDEX": "3"}, "set NCCL_IB_GID_INDEX to the RoCEv2 GID (often 3; check with show_gids "
+               "on every node, and set it per node where the tables differ)")),
     Cause("ib-completion-error", "error", "an RDMA transfer failed",
           "An RDMA transfer failed on the fabric (the completion status names the verbs error).",
           _manual("check the fabric (ibstat, link errors), the GID index, and that the same NCCL runs on every "

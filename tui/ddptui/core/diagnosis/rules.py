@@ -109,6 +109,8 @@ RULES: tuple[Rule, ...] = (
     Rule("fabric-manager-down", (r"system not yet initialized", r"CUDA_ERROR_SYSTEM_NOT_READY|cudaErrorSystemNotReady")),
     Rule("nvls-setup-failed", (r"transport/nvls\.cc:\d+ NCCL WARN Cuda failure (\d+) '([^']*)",),
          summary="NVLS setup failed with CUDA error {0} ({1})"),
+    Rule("nvls-setup-failed", (r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory",),  # NCCL 2.2x's own words
+         summary="NCCL could not bind NVLS multicast memory (the Fabric Manager or the NVSwitches)"),
     Rule("shm-not-writable", (r"Call to shm_open failed : Permission denied",)),
     Rule("shm-too-small", (r"failed to extend /dev/shm\S* to \d+ bytes", r"posix_fallocate failed : No space left on device",
                            r"Error while creating shared memory segment", r"insufficient shared memory \(shm\)")),
@@ -178,6 +180,10 @@ RULES: tuple[Rule, ...] = (
     Rule("missing-rank", (r"store based barrier .*\(world_size=(\d+), worker_count=(\d+)",),
          decide=C.decide_store_barrier),
     Rule("gid-index", (r"NET/IB : Got completion with error 12, opcode",)),
+    # the queue pair cannot be moved to its GID: the index is not in this node's table (NVIDIA/nccl#718; not
+    # ibv_modify_qp's "Connection timed out" of corpus 177, whose cause the thread never found)
+    Rule("gid-index", (r"Call to ibv_modify_qp failed with error No such device",),
+         summary="the GID index is not on this node's HCA port (ibv_modify_qp: No such device)"),
     Rule("ib-completion-error", (r"NET/IB : Got completion from peer \S+ with (?:status=|error )(\d+)",),
          summary="RDMA completion error {0}"),
     Rule("ib-async-fatal-event", (r"NET/IB : (\S+) async fatal event",), summary="fatal event on {0}"),
