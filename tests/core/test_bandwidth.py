@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ddptui.core.diagnosis.catalog import BUSBW_REFERENCE, healthy_floor, link_figures
+from ddptui.core.diagnosis.links import BUSBW_REFERENCE, healthy_floor, link_figures
 from ddptui.core.diagnosis.engine import Engine
 from ddptui.core.diagnosis.offline import diagnose_paths
 from ddptui.core.errors import PlaybookError

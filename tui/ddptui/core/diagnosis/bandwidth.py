@@ -15,7 +15,8 @@ from typing import Any
 
 from ..logs.bandwidth import gbps_words, size_words
 from ..logs.results import parse_bandwidth_line
-from .catalog import CATALOG, healthy_floor, link_figures
+from .catalog import CATALOG
+from .links import healthy_floor, link_figures
 from .model import Evidence
 
 IB_OFF = "NCCL_IB_DISABLE set by environment to 1"
