@@ -132,9 +132,12 @@ _CAUSES = (
                   "slow"),
           suppresses=("tcpstore-timeout", "master-not-started")),
     Cause("tcpstore-timeout", "error", "the master's store could not be reached",
-          "This node could not reach the rendezvous store on the master within the timeout: the master was not "
-          "started, listens elsewhere, or a firewall drops the port.",
-          _manual("start the master first (ddptui does), check master_addr/master_port, and open the port")),
+          "This node's requests to the rendezvous store on the master timed out: the master was not started, "
+          "listens elsewhere, or a firewall drops the port; or the store answered and rank 0 never wrote what the "
+          "others wait for (its NCCL id): it crashed, or is still busy before its first collective (a long data "
+          "preparation).",
+          _manual("start the master first (ddptui does), check master_addr/master_port, and open the port; where "
+                  "rank 0 prepares data before init, do it before init_process_group or raise its timeout")),
     Cause("port-in-use", "error", "the master port is already taken",
           "The rendezvous port is taken on the master (another job, or a previous run's leftover): torchrun's "
           "TCPStore cannot listen there (EADDRINUSE), and the workers hang until their timeout.",

@@ -136,6 +136,11 @@ RULES: tuple[Rule, ...] = (
          summary="gave up after {0}{1} connecting to {2}"),
     Rule("tcpstore-timeout", (r"connect\(\) timed out\. Original timeout was (\d+) ms",),
          summary="gave up connecting to the master's store after {0} ms"),
+    # the store answered, the key never came: rank 0 had not published its NCCL id (SpongebBob/Finetune-
+    # ChatGLM2-6B#13: rank 0 still tokenizing 2.3M samples; a longer timeout fixed it)
+    Rule("tcpstore-timeout", (r"retrieving ncclUniqueId from \[(\d+)\] via c10d key-value store by key '[^']*', "
+                              r"but store->get\('[^']*'\) got error: Socket Timeout",),
+         summary="waited for rank {0}'s NCCL id in the store until the timeout"),
     # the same store timeout while torchrun's agent creates the c10d rendezvous store
     Rule("rendezvous-timeout", (r"connect\(\) timed out\. Original timeout was (\d+) ms",),
          requires=(r"rendezvous/c10d_rendezvous_backend",), summary="the c10d rendezvous store did not answer in {0} ms"),
@@ -190,8 +195,11 @@ RULES: tuple[Rule, ...] = (
     Rule("ib-async-fatal-event", (r"NET/IB : Got async event : ([\w ]+)",), decide=C.decide_ib_event),
     Rule("gpu-count-short", (r"invalid device ordinal", r"no CUDA-capable device is detected")),
     # a silent hang: not where init completed, nor where NCCL itself reported an error (that is the cause)
+    # (an "NCCL error" raised is no silent hang either: NVIDIA/nccl#187's unhandled cuda error in an old log
+    # whose rings go via P2P/IPC and that prints no WARN)
     Rule("p2p-hang", (r"via P2P/IPC",),
-         at_end=True, absent=(r"Init COMPLETE", r"ncclCommInitRank comm .* - Init COMPLETE", _WARN_OF_A_FAILURE)),
+         at_end=True, absent=(r"Init COMPLETE", r"ncclCommInitRank comm .* - Init COMPLETE", _WARN_OF_A_FAILURE,
+                              r"NCCL error")),
     # RCCL said the IOMMU is not in pass-through, and init stopped once it had the GPUs' channels (the
     # P2P connection is next): ROCm/rccl#1129, two MI100s, "Now, the RCCL test works!" with iommu=pt
     Rule("p2p-hang", (r'WARN Missing "iommu=pt" from kernel command line',), requires=(r"P2P Chunksize set to",),
