@@ -183,7 +183,7 @@ def test_check_finds_nothing_in_our_own_scripts(name: str) -> None:
 @pytest.mark.parametrize("text, expected", [
     # the shape ddptui writes, by hand: -K1, -l, the rank escaped inside double quotes
     ('#SBATCH -N2 --ntasks-per-node=1 --gpus-per-node=4\n'
-     'srun -K1 -l bash -c "torchrun --node-rank=\\$SLURM_NODEID train.py"\n', []),
+     'srun -K1 -l bash -c "torchrun --nnodes=2 --node-rank=\\$SLURM_NODEID train.py"\n', []),
     # expanded by the batch shell inside a double-quoted bash -c; a continuation keeps the first line's number
     ('#SBATCH --gres=gpu:4\nsrun --kill-on-bad-exit=1 --label \\\n  bash -c "torchrun --node_rank=$SLURM_PROCID x.py"\n',
      [(2, "task-var-in-batch-shell")]),
@@ -202,6 +202,49 @@ def test_check_finds_nothing_in_our_own_scripts(name: str) -> None:
 def test_check_reads_the_script_as_bash_does(text: str, expected: list) -> None:
     assert [(m.line, m.id) for m in check_script(text)] == expected
 
+
+
+REAL = {  # tests/data/slurm/real/SOURCES.md: each script verbatim, and what its thread established
+    "trixie-52-two-sruns-fixed-node-rank.sbatch": [  # failed: both nodes of each step were node_rank 0, then 1
+        (9, "srun-no-kill-on-bad-exit"), (9, "unlabeled-output"), (9, "literal-node-rank"),
+        (10, "srun-no-kill-on-bad-exit"), (10, "unlabeled-output"), (10, "literal-node-rank")],
+    # worked on 20 nodes of AWS EFA: NCCL_IB_DISABLE=1 beside FI_PROVIDER=efa is no fallback to sockets
+    "torchtitan-63-efa-worked.sbatch": [(55, "srun-no-kill-on-bad-exit"), (55, "unlabeled-output")],
+    # worked, one node; its srun's -l comes after "${AUTO_RESUME_ARGS[@]}"
+    "awsome-1112-one-node-worked.sbatch": [],
+    # failed: the merged fix escapes $SLURM_PROCID (line 37's string, whose line 44 holds it; 27 sets NODE_RANK)
+    "gritlm-62-procid-in-batch-shell.sbatch": [(27, "task-var-in-batch-shell"), (37, "task-var-in-batch-shell")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_check_on_real_scripts_says_what_their_threads_established(name: str) -> None:
+    """Scripts users wrote, collected with what was found wrong (or that they worked): the two that
+    worked drew false alarms (nccl-ib-disabled on EFA; -K and --label on a one-node job, its -l
+    unseen after an array's expansion), and the two sruns with a fixed --node_rank went unnamed."""
+    text = (DATA / "real" / name).read_text()
+    assert [(m.line, m.id) for m in check_script(text, name)] == REAL[name]
+
+
+@pytest.mark.parametrize("text, expected", [
+    # torchrun straight in the batch shell of a 2-node job: one node runs it (accelerate#2816's "I forgot srun")
+    ("#SBATCH --nodes=2 --gpus-per-node=4\ntorchrun --nnodes=2 --nproc-per-node=4 train.py\n",
+     [(2, "torchrun-without-srun")]),
+    ("#SBATCH -N 2 --gpus-per-node=4\npython -m torch.distributed.run --nnodes 2 train.py\n",
+     [(2, "torchrun-without-srun")]),
+    # one node: torchrun in the batch shell is the right way
+    ("#SBATCH --nodes=1 --gpus-per-node=8\ntorchrun --nproc-per-node=8 train.py\n", []),
+    # no --nnodes across nodes (llama-cookbook#491), or another count than the step's
+    ("#SBATCH --nodes=2 --gpus-per-node=4\nsrun -K1 -l torchrun --nproc_per_node 4 --rdzv_id $RANDOM "
+     "--rdzv_backend c10d --rdzv_endpoint $head:29500 train.py\n", [(2, "torchrun-nnodes")]),
+    ("#SBATCH --nodes=4 --gpus-per-node=4\nsrun -K1 -l torchrun --nnodes=2 --rdzv-backend=c10d t.py\n",
+     [(2, "torchrun-nnodes")]),
+    # what torchrun is told comes from an array: not known here, nothing said
+    ('#SBATCH --nodes=2 --gpus-per-node=4\nsrun -K1 -l torchrun "${TORCHRUN_ARGS[@]}" t.py\n', []),
+    ("#SBATCH --nodes=2 --gpus-per-node=4\nsrun -K1 -l torchrun --nnodes=$SLURM_NNODES t.py\n", []),
+])
+def test_check_sees_torchrun_across_the_nodes(text: str, expected: list) -> None:
+    assert [(m.line, m.id) for m in check_script(text)] == expected
 
 # ---- the command line -----------------------------------------------------------------------------
 

@@ -31,7 +31,10 @@ _GPU_OPTS = ("--gres", "--gpus", "--gpus-per-node", "--gpus-per-task", "--gpus-p
 _TORCHRUN = re.compile(r"(?:^|/)torchrun$|^torch\.distributed\.(?:run|launch)$")
 CHECK_IDS = ("no-gpu-request", "hard-coded-nodelist", "nccl-ib-disabled", "literal-master-addr",
              "srun-per-node-loop", "srun-no-kill-on-bad-exit", "unlabeled-output", "task-var-in-batch-shell",
-             "ntasks-per-node-with-torchrun", "export-all-with-values", "late-sbatch-directive")
+             "ntasks-per-node-with-torchrun", "export-all-with-values", "late-sbatch-directive",
+             "torchrun-without-srun", "torchrun-nnodes", "literal-node-rank")
+# a word that is only an expansion ("${ARGS[@]}", $OPTS): what it holds is not known before the job runs
+_OPAQUE = re.compile(r'^"?\$\{?[A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?\}?"?$')
 
 
 @dataclass(frozen=True)
@@ -176,8 +179,12 @@ def _options(words: list[str]) -> tuple[list[tuple[str, str | None]], list[str]]
     """A Slurm command's options as (name, value) and the rest (the program and its arguments)."""
     opts: list[tuple[str, str | None]] = []
     i = 0
-    while i < len(words) and words[i].startswith("-"):
+    while i < len(words) and (words[i].startswith("-") or (
+            _OPAQUE.match(words[i]) and i + 1 < len(words) and words[i + 1].startswith("-"))):
         w = words[i]
+        if not w.startswith("-"):  # `srun "${RESUME_ARGS[@]}" -l ...`: options may follow an array's expansion
+            i += 1
+            continue
         if w.startswith("--"):
             name, eq, val = w.partition("=")
             if not eq and name in _VALUE_LONG and i + 1 < len(words):
@@ -293,8 +300,12 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
             "one step for all nodes: #SBATCH --ntasks-per-node=1, then srun --kill-on-bad-exit=1 --label "
             "torchrun ... with the rank from $SLURM_NODEID expanded on each node; `ddptui sbatch PLAYBOOK` "
             "writes such a script", needle="srun", cause="master-not-started")
+    job_nodes = _nodes([(o, v) for _, o, v in directives])
+    _launch_mistakes(add, torch_cmds, program, job_nodes, [a for c in cmds for a in c.assigns])
     for c in torch_sruns:
         opts = dict(_options(c.words[1:])[0])
+        if job_nodes == 1:  # the job on one node: no other node to stop, no node's lines to tell apart
+            continue
         kill = opts.get("--kill-on-bad-exit", "") if "--kill-on-bad-exit" in opts else opts.get("-K", "0")
         if kill not in (None, "", "1"):
             add("srun-no-kill-on-bad-exit", c.line, "srun without --kill-on-bad-exit=1: when one node's torchrun "
@@ -319,10 +330,12 @@ def _export_all(add, ln: _Line, val: str) -> None:
 
 
 def _env_mistakes(add, cmds: list[_Command]) -> None:
+    # on AWS EFA, NCCL's network is the aws-ofi-nccl plugin over libfabric, not IB verbs: IB off is no fallback
+    efa = any(a.partition("=")[2].strip("'\"") == "efa" for c in cmds for a in c.assigns if a.startswith("FI_PROVIDER="))
     for c in cmds:
         for a in c.assigns:
             name, _, val = a.partition("=")
-            if name == "NCCL_IB_DISABLE" and val.strip() == "1":
+            if name == "NCCL_IB_DISABLE" and val.strip() == "1" and not efa:
                 add("nccl-ib-disabled", c.line, "NCCL_IB_DISABLE=1: InfiniBand is off, NCCL falls back to TCP "
                     "sockets (many times slower). It is usually a workaround left in from debugging a hang "
                     "where some nodes used IB and others sockets (cause ib-socket-mismatch)",
@@ -334,3 +347,49 @@ def _env_mistakes(add, cmds: list[_Command]) -> None:
                     "the job other nodes: the workers then wait for a master that is not there",
                     "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)",
                     needle="MASTER_ADDR", cause="bad-master-addr")
+
+
+def _nodes(opts: list[tuple[str, str | None]]) -> int | None:
+    """The node count the last -N/--nodes gives (its minimum, for a range N-M); None when none does."""
+    counts = [int(m.group(1)) for o, v in opts if o in ("-N", "--nodes") and (m := re.match(r"(\d+)(?:-\d+)?$", v or ""))]
+    return counts[-1] if counts else None
+
+
+def _launch_mistakes(add, torch_cmds: list[_Command], program: dict, job_nodes: int | None, assigns: list[str]) -> None:
+    """torchrun across the job's nodes: started on every node (by srun), told how many there are."""
+    for c in torch_cmds:
+        words = program[id(c)]
+        step = (_nodes(_options(c.words[1:])[0]) if c.words[:1] == ["srun"] else None) or job_nodes
+        direct = bool(words) and (bool(_TORCHRUN.search(words[0])) or (
+            words[0].rsplit("/", 1)[-1].startswith("python") and words[1:3] in (["-m", "torch.distributed.run"],
+                                                                                ["-m", "torch.distributed.launch"])))
+        if c.words[:1] != ["srun"] and direct and (job_nodes or 0) > 1:
+            add("torchrun-without-srun", c.line, f"torchrun runs in the batch shell, which is on the first node "
+                f"only: the job's {job_nodes - 1} other node(s) start nothing, and the rendezvous waits for them "
+                "until it times out", "start it on every node in one step: srun --ntasks-per-node=1 "
+                "--kill-on-bad-exit=1 --label torchrun --nnodes=$SLURM_NNODES ...", needle=words[0], cause="missing-rank")
+            continue
+        if not step or step < 2:
+            continue
+        for w in words:
+            name, _, val = w.partition("=")
+            if name in ("--node_rank", "--node-rank", "--machine_rank") and val.isdigit():
+                add("literal-node-rank", c.line, f"{w} on a {step}-node step: every node of it gets node rank "
+                    f"{val}, and the job waits for the ranks no node has", "one step for all nodes, the rank "
+                    "from each node's own $SLURM_NODEID (escaped, or in single quotes: srun ... bash -c 'torchrun "
+                    "--node-rank=$SLURM_NODEID ...'), or c10d rendezvous, which needs no rank", needle=name,
+                    cause="duplicate-rank")
+        # an argument list held in a variable ("${ARGS[@]}"; not an option's value) may hold --nnodes
+        if any(_OPAQUE.match(w) and not (i and words[i - 1].startswith("-") and "=" not in words[i - 1])
+               for i, w in enumerate(words)) or any(a.startswith("PET_NNODES=") for a in assigns):
+            continue
+        given = [(w.partition("=")[2] or (words[i + 1] if i + 1 < len(words) else "")).partition(":")[0]
+                 for i, w in enumerate(words) if w.partition("=")[0] == "--nnodes"]  # MIN:MAX: its minimum
+        if not given:
+            add("torchrun-nnodes", c.line, f"torchrun without --nnodes on a {step}-node step: it defaults to 1, so "
+                "each node's torchrun starts a job of its own and the ranks never meet",
+                "torchrun --nnodes=$SLURM_NNODES ... (the job's node count)", needle="torchrun", cause="ranks-not-joined")
+        elif given[-1].isdigit() and int(given[-1]) != step:
+            add("torchrun-nnodes", c.line, f"torchrun --nnodes={given[-1]} on a {step}-node step: the rendezvous "
+                f"waits for {given[-1]} node(s) while {step} start", "--nnodes=$SLURM_NNODES (the job's node count)",
+                needle="--nnodes", cause="ranks-not-joined")
