@@ -71,9 +71,11 @@ _CAUSES = (
                   "nvidia-nccl-cuXX pin)"),
           suppresses=("bad-socket-ifname", "net-plugin-mismatch"), job_wide=True),
     Cause("ib-not-detected", "warning", "IB asked for, no IB device found",
-          "IB was asked for (NCCL_IB_DISABLE=0) but NCCL found no InfiniBand device and fell back to TCP sockets.",
-          _manual("make the HCAs visible to the job (rdma-core/libibverbs, /dev/infiniband in the container) and "
-                  "check with ibv_devinfo; if only some nodes see IB, the job will also split transports")),
+          "IB was asked for (NCCL_IB_DISABLE=0, or AWS's OFI plugin for EFA is installed) but NCCL found no "
+          "InfiniBand or EFA device: it falls back to TCP sockets, or fails.",
+          _manual("make the HCAs visible to the job (rdma-core/libibverbs, /dev/infiniband in the container; on "
+                  "AWS the EFA devices, checked with fi_info -p efa) and check with ibv_devinfo; if only some "
+                  "nodes see them, the job will also split transports")),
     Cause("ib-device-open-failed", "warning", "an IB device cannot be opened",
           "Some HCAs are listed but cannot be opened (often a container that exposes only some of /dev/infiniband).",
           _manual("restrict NCCL_IB_HCA to the devices the job can open, or expose /dev/infiniband/uverbs* for the "

@@ -66,6 +66,9 @@ RULES: tuple[Rule, ...] = (
     Rule("ib-socket-mismatch", (r"socketFinalizeAccept: wrong type ([34]) != ([34])",),
          summary="socket type {0} met type {1}: NET/IB on one side, NET/Socket on the other"),
     Rule("ib-not-detected", (r"NET/IB : No device found",), requires=(r"NCCL_IB_DISABLE set by environment to 0",)),
+    # AWS's OFI plugin finds no EFA device: /dev/infiniband not in the container (aws/aws-ofi-nccl#1020)
+    Rule("ib-not-detected", (r"NET/OFI (?:OFI )?fi_getinfo\(\) call failed: No data available",),
+         summary="the OFI net plugin finds no EFA device (fi_getinfo: No data available)"),
     Rule("ib-device-open-failed", (r"NET/IB : Unable to open device (\S+)", r"Call to ibv_open_device failed"),
          summary="cannot open IB device {0}"),
     Rule("bad-socket-ifname", (r"neither AF_INET\(2\) nor AF_INET6\(10\)",),
