@@ -214,14 +214,20 @@ REAL = {  # tests/data/slurm/real/SOURCES.md: each script verbatim, and what its
     "awsome-1112-one-node-worked.sbatch": [],
     # failed: the merged fix escapes $SLURM_PROCID (line 37's string, whose line 44 holds it; 27 sets NODE_RANK)
     "gritlm-62-procid-in-batch-shell.sbatch": [(27, "task-var-in-batch-shell"), (37, "task-var-in-batch-shell")],
+    # torchrun held in CMD="..." and run by `srun ... bash -c "$CMD"`: before the fix, no GPU request
+    "coreweave-1a3dc03-before-no-gpu-request.sbatch": [
+        (9, "no-gpu-request"), (80, "srun-no-kill-on-bad-exit"), (80, "unlabeled-output")],
+    "coreweave-1a3dc03-fixed-worked.sbatch": [(81, "srun-no-kill-on-bad-exit"), (81, "unlabeled-output")],
 }
 
 
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_check_on_real_scripts_says_what_their_threads_established(name: str) -> None:
-    """Scripts users wrote, collected with what was found wrong (or that they worked): the two that
+    """Scripts users wrote, collected with what was found wrong (or that they worked): two that
     worked drew false alarms (nccl-ib-disabled on EFA; -K and --label on a one-node job, its -l
-    unseen after an array's expansion), and the two sruns with a fixed --node_rank went unnamed."""
+    unseen after an array's expansion), the two sruns with a fixed --node_rank went unnamed, and a
+    torchrun held in a variable was not seen at all (no GPU request unnamed). -K and --label on a
+    multi-node step are advice even where the job worked."""
     text = (DATA / "real" / name).read_text()
     assert [(m.line, m.id) for m in check_script(text, name)] == REAL[name]
 

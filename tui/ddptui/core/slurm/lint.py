@@ -1,10 +1,8 @@
 """`ddptui sbatch --check`: the classic mistakes of a hand-written torchrun batch script, by line.
 
-The script is read the way bash and sbatch read it: `\\` continuations and open quotes join physical
-lines into one logical line, comments are dropped (outside quotes only), each command is split into
-words with shlex, and a `bash -c '...'` string is read as the command it runs. `$VAR` is "expanded in
-the batch shell" when it is neither single-quoted nor escaped. #SBATCH lines count only before the
-first command, as sbatch reads them.
+The script is read the way bash and sbatch read it (shell.py): logical lines, commands, their words,
+a `bash -c '...'` string (or a variable the script set to one) as the command it runs. #SBATCH lines
+count only before the first command, as sbatch reads them.
 
 A script may silence a check with a comment line `# ddptui-check: ignore=ID[,ID]` (ddptui's own
 script does, for a CPU-only job's missing GPU request).
@@ -14,27 +12,27 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import shlex
 from dataclasses import asdict, dataclass
 
+from .shell import (
+    OPAQUE,
+    Command,
+    Line,
+    program_words,
+    read_commands,
+    read_lines,
+    read_options,
+    scan_code,
+    split_words,
+)
+
 _IGNORE = re.compile(r"^\s*#\s*ddptui-check:\s*ignore=([\w,-]+)")
-_TASK_VAR = re.compile(r"\$(?:\{)?(SLURM_NODEID|SLURM_PROCID|SLURM_LOCALID)\b")
-_SEPARATORS = {";", "&", "&&", "|", "||", "(", ")", ";;", "|&"}
-_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "for", "!", "time", "{", "}", "fi", "done"}
-# srun/sbatch options whose value may be the next word (`-w NODE`, `--nodes 1`)
-_VALUE_SHORT = set("AbcCdDeGiJLmMnNopqrSTtWwx")
-_VALUE_LONG = {"--nodes", "--ntasks", "--nodelist", "--ntasks-per-node", "--output", "--error", "--export",
-               "--partition", "--time", "--job-name", "--chdir", "--gres", "--gpus", "--gpus-per-node",
-               "--gpus-per-task", "--cpus-per-task", "--mem", "--exclude", "--constraint", "--account", "--qos",
-               "--wait", "--jobid", "--mpi", "--cpu-bind", "--distribution", "--input", "--dependency"}
 _GPU_OPTS = ("--gres", "--gpus", "--gpus-per-node", "--gpus-per-task", "--gpus-per-socket", "-G")
 _TORCHRUN = re.compile(r"(?:^|/)torchrun$|^torch\.distributed\.(?:run|launch)$")
 CHECK_IDS = ("no-gpu-request", "hard-coded-nodelist", "nccl-ib-disabled", "literal-master-addr",
              "srun-per-node-loop", "srun-no-kill-on-bad-exit", "unlabeled-output", "task-var-in-batch-shell",
              "ntasks-per-node-with-torchrun", "export-all-with-values", "late-sbatch-directive",
              "torchrun-without-srun", "torchrun-nnodes", "literal-node-rank")
-# a word that is only an expansion ("${ARGS[@]}", $OPTS): what it holds is not known before the job runs
-_OPAQUE = re.compile(r'^"?\$\{?[A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?\}?"?$')
 
 
 @dataclass(frozen=True)
@@ -50,169 +48,11 @@ class Mistake:
         return asdict(self)
 
 
-@dataclass
-class _Line:
-    start: int  # 1-based number of its first physical line
-    raw: str  # the first physical line as written
-    code: str  # the logical line without its comment
-    batch_vars: list[tuple[str, int]]  # ($SLURM_* task variables the batch shell expands, offset in code)
-
-
-@dataclass
-class _Command:
-    line: _Line
-    words: list[str]  # the command's words, leading assignments and keywords dropped
-    assigns: list[str]  # NAME=value words before the command (or after `export`)
-    background: bool
-    in_loop: bool
-
-
-def _scan(text: str) -> tuple[str, list[tuple[str, int]]]:
-    """The text up to its comment, and the task variables expanded outside single quotes and not
-    escaped. Tracks '...', "...", $( ... ) nesting, backslashes."""
-    stack = ["n"]  # n: plain, s: single, d: double, c: $( ) inside double quotes
-    out_vars: list[tuple[str, int]] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch, st = text[i], stack[-1]
-        if st == "s":
-            if ch == "'":
-                stack.pop()
-            i += 1
-            continue
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "$":
-            m = _TASK_VAR.match(text, i)
-            if m:
-                out_vars.append((m.group(1), i))
-            if text.startswith("$(", i) and st == "d":
-                stack.append("c")
-                i += 2
-                continue
-        if st == "d":
-            if ch == '"':
-                stack.pop()
-        elif ch == "'":
-            stack.append("s")
-        elif ch == '"':
-            stack.append("d")
-        elif ch == ")" and st == "c":
-            stack.pop()
-        elif ch == "#" and (i == 0 or text[i - 1] in " \t;&|()"):
-            return text[:i], out_vars
-        i += 1
-    return text, out_vars
-
-
-def _logical_lines(text: str) -> list[_Line]:
-    phys = text.splitlines()
-    out: list[_Line] = []
-    i = 0
-    while i < len(phys):
-        start, buf = i, phys[i]
-        while True:
-            if buf.endswith("\\") and (len(buf) - len(buf.rstrip("\\"))) % 2 == 1 and i + 1 < len(phys):
-                i += 1
-                buf = buf[:-1] + " " + phys[i]
-                continue
-            code, _ = _scan(buf)
-            try:
-                shlex.split(code)
-            except ValueError:  # an open quote: the string goes on on the next line
-                if i + 1 < len(phys):
-                    i += 1
-                    buf += "\n" + phys[i]
-                    continue
-            break
-        code, task_vars = _scan(buf)
-        out.append(_Line(start + 1, phys[start], code, task_vars))
-        i += 1
-    return out
-
-
-def _words(code: str) -> list[str]:
-    lex = shlex.shlex(code, posix=True, punctuation_chars=";&|()")
-    lex.whitespace_split = True
-    lex.commenters = ""
-    try:
-        return list(lex)
-    except ValueError:
-        return code.split()
-
-
-def _commands(lines: list[_Line]) -> list[_Command]:
-    cmds: list[_Command] = []
-    loops = 0
-    for ln in lines:
-        words = _words(ln.code)
-        cur: list[str] = []
-        for w in words + [";"]:
-            if w not in _SEPARATORS:
-                cur.append(w)
-                continue
-            while cur and cur[0] in _KEYWORDS:
-                kw = cur.pop(0)
-                if kw in ("for", "while", "until"):
-                    loops += 1
-                    cur = [] if kw == "for" else cur  # `for X in LIST`: no command here
-                elif kw == "done":
-                    loops = max(0, loops - 1)
-            assigns = []
-            if cur and cur[0] in ("export", "declare", "local", "readonly"):
-                assigns = [a for a in cur[1:] if "=" in a and not a.startswith("-")]
-                cur = []
-            while cur and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", cur[0]):
-                assigns.append(cur.pop(0))
-            while cur and cur[0] in ("exec", "command", "nohup"):  # `exec srun ...` runs srun
-                cur.pop(0)
-            if cur and cur[0].rsplit("/", 1)[-1] == "srun":  # /usr/bin/srun is srun
-                cur[0] = "srun"
-            if cur or assigns:
-                cmds.append(_Command(ln, cur, assigns, background=w == "&", in_loop=loops > 0))
-            cur = []
-    return cmds
-
-
-def _options(words: list[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
-    """A Slurm command's options as (name, value) and the rest (the program and its arguments)."""
-    opts: list[tuple[str, str | None]] = []
-    i = 0
-    while i < len(words) and (words[i].startswith("-") or (
-            _OPAQUE.match(words[i]) and i + 1 < len(words) and words[i + 1].startswith("-"))):
-        w = words[i]
-        if not w.startswith("-"):  # `srun "${RESUME_ARGS[@]}" -l ...`: options may follow an array's expansion
-            i += 1
-            continue
-        if w.startswith("--"):
-            name, eq, val = w.partition("=")
-            if not eq and name in _VALUE_LONG and i + 1 < len(words):
-                i += 1
-                val = words[i]
-            opts.append((name, val if (eq or name in _VALUE_LONG) else None))
-        else:
-            name, val = w[:2], w[2:] or None
-            if val is None and w[1:2] in _VALUE_SHORT and i + 1 < len(words):
-                i += 1
-                val = words[i]
-            opts.append((name, val))
-        i += 1
-    return opts, words[i:]
-
-
-def _program_words(rest: list[str]) -> list[str]:
-    """A program's words, with a `bash -c STRING` read as the words of STRING."""
-    if len(rest) >= 3 and rest[0].rsplit("/", 1)[-1] in ("bash", "sh") and rest[1] == "-c":
-        return rest[:2] + _words(_scan(rest[2])[0]) + rest[3:]
-    return rest
-
-
 def _runs_torchrun(words: list[str]) -> bool:
     return any(_TORCHRUN.search(w) for w in words)
 
 
-def _col(ln: _Line, needle: str) -> int | None:
+def _col(ln: Line, needle: str) -> int | None:
     at = ln.raw.find(needle)
     return at + 1 if at >= 0 else None
 
@@ -228,20 +68,20 @@ def _is_ip(v: str) -> bool:
 
 def check_script(text: str, path: str = "<script>") -> list[Mistake]:
     """Every mistake found, in line order."""
-    lines = _logical_lines(text)
+    lines = read_lines(text)
     ignored = {i for raw in text.splitlines() if (m := _IGNORE.match(raw)) for i in m.group(1).split(",")}
     found: list[Mistake] = []
 
-    def add(id: str, ln: _Line, message: str, fix: str, needle: str | None = None, cause: str | None = None):
+    def add(id: str, ln: Line, message: str, fix: str, needle: str | None = None, cause: str | None = None):
         if id not in ignored:
             found.append(Mistake(id, ln.start, message, fix, _col(ln, needle) if needle else None, cause))
 
-    directives: list[tuple[_Line, str, str | None]] = []  # (line, option, value) of the #SBATCH lines
+    directives: list[tuple[Line, str, str | None]] = []  # (line, option, value) of the #SBATCH lines
     seen_command = False
     for ln in lines:
         stripped = ln.raw.lstrip()
         if stripped.startswith("#SBATCH"):
-            opts, _ = _options(_words(_scan(stripped[len("#SBATCH"):])[0]))
+            opts, _ = read_options(split_words(scan_code(stripped[len("#SBATCH"):])[0]))
             if seen_command:
                 add("late-sbatch-directive", ln, "#SBATCH after the first command: sbatch ignores it",
                     "move every #SBATCH line above the script's first command")
@@ -249,8 +89,10 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
                 directives += [(ln, o, v) for o, v in opts]
         elif ln.code.strip() and not stripped.startswith("#!"):
             seen_command = True
-    cmds = _commands(lines)
-    program = {id(c): _program_words(_options(c.words[1:])[1]) if c.words[:1] == ["srun"] else c.words for c in cmds}
+    cmds = read_commands(lines)
+    held = {n: v for c in cmds if not c.words for n, _, v in (a.partition("=") for a in c.assigns)}  # CMD="..."
+    program = {id(c): program_words(read_options(c.words[1:])[1], held) if c.words[:1] == ["srun"] else c.words
+               for c in cmds}
     torch_cmds = [c for c in cmds if _runs_torchrun(program[id(c)])]
     sruns = [c for c in cmds if c.words[:1] == ["srun"]]
     torch_sruns = [c for c in sruns if c in torch_cmds]
@@ -268,7 +110,7 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
                 needle=opt, cause="duplicate-gpu")
         if opt == "--export" and (val or "").upper().startswith("ALL,"):
             _export_all(add, ln, val or "")
-    all_opts = [(o, v) for _, o, v in directives] + [o for c in sruns for o in _options(c.words[1:])[0]]
+    all_opts = [(o, v) for _, o, v in directives] + [o for c in sruns for o in read_options(c.words[1:])[0]]
     if torch_cmds and not any(o in _GPU_OPTS and (o != "--gres" or "gpu" in (v or "")) for o, v in all_opts):
         at = next((ln for ln, o, _ in directives if o in ("-N", "--nodes")), torch_cmds[0].line)
         add("no-gpu-request", at, "the script runs torchrun but asks Slurm for no GPUs (no --gpus-per-node, "
@@ -291,7 +133,7 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
                     "\"$SLURM_JOB_NODELIST\" | head -n 1), then --master-addr=\"$master\"", needle=name,
                     cause="bad-master-addr")
     loop = [c for c in torch_sruns if c.in_loop and c.background
-            and any(o in ("-w", "--nodelist") for o, _ in _options(c.words[1:])[0])]
+            and any(o in ("-w", "--nodelist") for o, _ in read_options(c.words[1:])[0])]
     if loop:
         where = ", ".join(str(c.line.start) for c in loop)
         add("srun-per-node-loop", loop[0].line, f"a loop of backgrounded `srun -w $NODE ... &` (line {where}): "
@@ -303,7 +145,7 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
     job_nodes = _nodes([(o, v) for _, o, v in directives])
     _launch_mistakes(add, torch_cmds, program, job_nodes, [a for c in cmds for a in c.assigns])
     for c in torch_sruns:
-        opts = dict(_options(c.words[1:])[0])
+        opts = dict(read_options(c.words[1:])[0])
         if job_nodes == 1:  # the job on one node: no other node to stop, no node's lines to tell apart
             continue
         kill = opts.get("--kill-on-bad-exit", "") if "--kill-on-bad-exit" in opts else opts.get("-K", "0")
@@ -322,14 +164,14 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
     return sorted(found, key=lambda m: (m.line, CHECK_IDS.index(m.id)))
 
 
-def _export_all(add, ln: _Line, val: str) -> None:
+def _export_all(add, ln: Line, val: str) -> None:
     names = ", ".join(kv.split("=", 1)[0] for kv in val.split(",")[1:] if "=" in kv) or "the variables"
     add("export-all-with-values", ln, f"--export={val}: with ALL, the caller's environment wins over the values "
         f"given here (srun(1)), so a stale {names} in your shell overrides the fix", "export the values in the "
         "batch script before srun (export K=V) and pass --export=ALL, or use --export=NONE,K=V", needle="--export")
 
 
-def _env_mistakes(add, cmds: list[_Command]) -> None:
+def _env_mistakes(add, cmds: list[Command]) -> None:
     # on AWS EFA, NCCL's network is the aws-ofi-nccl plugin over libfabric, not IB verbs: IB off is no fallback
     efa = any(a.partition("=")[2].strip("'\"") == "efa" for c in cmds for a in c.assigns if a.startswith("FI_PROVIDER="))
     for c in cmds:
@@ -355,11 +197,11 @@ def _nodes(opts: list[tuple[str, str | None]]) -> int | None:
     return counts[-1] if counts else None
 
 
-def _launch_mistakes(add, torch_cmds: list[_Command], program: dict, job_nodes: int | None, assigns: list[str]) -> None:
+def _launch_mistakes(add, torch_cmds: list[Command], program: dict, job_nodes: int | None, assigns: list[str]) -> None:
     """torchrun across the job's nodes: started on every node (by srun), told how many there are."""
     for c in torch_cmds:
         words = program[id(c)]
-        step = (_nodes(_options(c.words[1:])[0]) if c.words[:1] == ["srun"] else None) or job_nodes
+        step = (_nodes(read_options(c.words[1:])[0]) if c.words[:1] == ["srun"] else None) or job_nodes
         direct = bool(words) and (bool(_TORCHRUN.search(words[0])) or (
             words[0].rsplit("/", 1)[-1].startswith("python") and words[1:3] in (["-m", "torch.distributed.run"],
                                                                                 ["-m", "torch.distributed.launch"])))
@@ -380,7 +222,7 @@ def _launch_mistakes(add, torch_cmds: list[_Command], program: dict, job_nodes: 
                     "--node-rank=$SLURM_NODEID ...'), or c10d rendezvous, which needs no rank", needle=name,
                     cause="duplicate-rank")
         # an argument list held in a variable ("${ARGS[@]}"; not an option's value) may hold --nnodes
-        if any(_OPAQUE.match(w) and not (i and words[i - 1].startswith("-") and "=" not in words[i - 1])
+        if any(OPAQUE.match(w) and not (i and words[i - 1].startswith("-") and "=" not in words[i - 1])
                for i, w in enumerate(words)) or any(a.startswith("PET_NNODES=") for a in assigns):
             continue
         given = [(w.partition("=")[2] or (words[i + 1] if i + 1 < len(words) else "")).partition(":")[0]
