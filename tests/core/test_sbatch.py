@@ -218,6 +218,15 @@ REAL = {  # tests/data/slurm/real/SOURCES.md: each script verbatim, and what its
     "coreweave-1a3dc03-before-no-gpu-request.sbatch": [
         (9, "no-gpu-request"), (80, "srun-no-kill-on-bad-exit"), (80, "unlabeled-output")],
     "coreweave-1a3dc03-fixed-worked.sbatch": [(81, "srun-no-kill-on-bad-exit"), (81, "unlabeled-output")],
+    # srun's options and torchrun in variables, --role $(hostname) with --tee naming each line's node
+    "stas00-744d01e-torchrun-launcher-worked.sbatch": [],
+    "picotron-486c176-static-rank-in-batch-shell.sbatch": [
+        (60, "task-var-in-batch-shell"), (72, "srun-no-kill-on-bad-exit"), (72, "unlabeled-output")],
+    # the same expanded --node_rank under c10d, which assigns the ranks itself: no mistake
+    "picotron-bd6b8a0-c10d-worked.sbatch": [(74, "srun-no-kill-on-bad-exit"), (74, "unlabeled-output")],
+    "cscfi-1-one-node-worked.sbatch": [],  # one task, torchrun --standalone
+    "bigscience-ad17103-nproc8-on-gres4.sbatch": [  # GPUS_PER_NODE=8 in LAUNCHER, --gres=gpu:4
+        (198, "srun-no-kill-on-bad-exit"), (198, "unlabeled-output"), (198, "nproc-over-gpus")],
 }
 
 

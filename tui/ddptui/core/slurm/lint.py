@@ -18,6 +18,7 @@ from .shell import (
     OPAQUE,
     Command,
     Line,
+    expand,
     program_words,
     read_commands,
     read_lines,
@@ -32,7 +33,7 @@ _TORCHRUN = re.compile(r"(?:^|/)torchrun$|^torch\.distributed\.(?:run|launch)$")
 CHECK_IDS = ("no-gpu-request", "hard-coded-nodelist", "nccl-ib-disabled", "literal-master-addr",
              "srun-per-node-loop", "srun-no-kill-on-bad-exit", "unlabeled-output", "task-var-in-batch-shell",
              "ntasks-per-node-with-torchrun", "export-all-with-values", "late-sbatch-directive",
-             "torchrun-without-srun", "torchrun-nnodes", "literal-node-rank")
+             "torchrun-without-srun", "torchrun-nnodes", "literal-node-rank", "nproc-over-gpus")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
             seen_command = True
     cmds = read_commands(lines)
     held = {n: v for c in cmds if not c.words for n, _, v in (a.partition("=") for a in c.assigns)}  # CMD="..."
+    for c in cmds:  # `srun $SRUN_ARGS ...`: its options are read from what the script set
+        c.words = c.words[:1] + expand(c.words[1:], held)
     program = {id(c): program_words(read_options(c.words[1:])[1], held) if c.words[:1] == ["srun"] else c.words
                for c in cmds}
     torch_cmds = [c for c in cmds if _runs_torchrun(program[id(c)])]
@@ -119,6 +122,9 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
     _env_mistakes(add, cmds)
     for ln in lines:
         for name, _ in ln.batch_vars:
+            if re.search(r"--rdzv[-_]backend[= ]+[\"']?(?:c10d|etcd)", ln.code) and re.search(
+                    r"--(?:node[-_]rank|machine[-_]rank)[= ]+[\"']?\$\{?" + name, ln.code):
+                continue  # c10d (or etcd) rendezvous assigns the ranks: torchrun ignores --node_rank
             add("task-var-in-batch-shell", ln, f"${name} is expanded by the batch shell, which runs once, on "
                 "the first node: there it is always 0, so every node gets the same rank",
                 f"write it inside the srun step's single-quoted command (srun ... bash -c '... ${name} ...') "
@@ -143,18 +149,24 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
             "torchrun ... with the rank from $SLURM_NODEID expanded on each node; `ddptui sbatch PLAYBOOK` "
             "writes such a script", needle="srun", cause="master-not-started")
     job_nodes = _nodes([(o, v) for _, o, v in directives])
-    _launch_mistakes(add, torch_cmds, program, job_nodes, [a for c in cmds for a in c.assigns])
+    if job_nodes is None and any(o in ("-n", "--ntasks") and v == "1" for _, o, v in directives):
+        job_nodes = 1  # one task: one node
+    _launch_mistakes(add, torch_cmds, program, job_nodes, [a for c in cmds for a in c.assigns], _gpus_per_node(all_opts))
     for c in torch_sruns:
         opts = dict(read_options(c.words[1:])[0])
-        if job_nodes == 1:  # the job on one node: no other node to stop, no node's lines to tell apart
-            continue
+        words = program[id(c)]
+        if job_nodes == 1 or "--standalone" in words or _flag(words, "--nnodes") == "1":
+            continue  # one node: no other node to stop, no node's lines to tell apart
+        # torchrun's own --tee with a --role naming the host prefixes each line with its node (stas00's launcher)
+        labelled = _flag(words, "--tee") is not None and "hostname" in " ".join(words[words.index("--role"):][:4]) \
+            if "--role" in words else False
         kill = opts.get("--kill-on-bad-exit", "") if "--kill-on-bad-exit" in opts else opts.get("-K", "0")
         if kill not in (None, "", "1"):
             add("srun-no-kill-on-bad-exit", c.line, "srun without --kill-on-bad-exit=1: when one node's torchrun "
                 "fails, the others keep running (hanging in a collective or the rendezvous until a timeout)",
                 "srun --kill-on-bad-exit=1 (or -K1) --wait=60 ...", needle="srun")
         out = opts.get("-o") or opts.get("--output") or ""
-        if "-l" not in opts and "--label" not in opts and not re.search(r"%[Nnt]", out):
+        if "-l" not in opts and "--label" not in opts and not re.search(r"%[Nnt]", out) and not labelled:
             add("unlabeled-output", c.line, "srun without --label: every node's lines interleave in one file "
                 "and nothing says which node printed which", "srun --label ... (each line starts with its "
                 "task id), or --output=name-%N.out for one file per node", needle="srun")
@@ -191,16 +203,44 @@ def _env_mistakes(add, cmds: list[Command]) -> None:
                     needle="MASTER_ADDR", cause="bad-master-addr")
 
 
+def _flag(words: list[str], name: str) -> str | None:
+    """The value of torchrun's option `name` (--nnodes=2, --nnodes 2; _ and - alike), or None."""
+    alt = {name, name.replace("_", "-"), name.replace("-", "_").replace("__", "--")}
+    for i, w in enumerate(words):
+        key, eq, val = w.partition("=")
+        if key in alt:
+            return val if eq else (words[i + 1] if i + 1 < len(words) else "")
+    return None
+
+
+def _gpus_per_node(opts: list[tuple[str, str | None]]) -> int | None:
+    """GPUs asked for per node: --gpus-per-node=[type:]N or --gres=gpu[:type]:N (the last one given)."""
+    n = None
+    for o, v in opts:
+        m = re.search(r"(?:^|,)gpu(?::\w+)?:(\d+)(?:,|$)", v or "") if o == "--gres" else (
+            re.match(r"(?:\w+:)?(\d+)$", v or "") if o == "--gpus-per-node" else None)
+        n = int(m.group(1)) if m else n
+    return n
+
+
 def _nodes(opts: list[tuple[str, str | None]]) -> int | None:
     """The node count the last -N/--nodes gives (its minimum, for a range N-M); None when none does."""
     counts = [int(m.group(1)) for o, v in opts if o in ("-N", "--nodes") and (m := re.match(r"(\d+)(?:-\d+)?$", v or ""))]
     return counts[-1] if counts else None
 
 
-def _launch_mistakes(add, torch_cmds: list[Command], program: dict, job_nodes: int | None, assigns: list[str]) -> None:
-    """torchrun across the job's nodes: started on every node (by srun), told how many there are."""
+def _launch_mistakes(add, torch_cmds: list[Command], program: dict, job_nodes: int | None, assigns: list[str],
+                     gpus: int | None) -> None:
+    """torchrun across the job's nodes: started on every node (by srun), told how many there are, with
+    no more workers per node than the GPUs asked for."""
     for c in torch_cmds:
         words = program[id(c)]
+        nproc = _flag(words, "--nproc_per_node") or ""
+        if gpus and nproc.isdigit() and int(nproc) > gpus:
+            add("nproc-over-gpus", c.line, f"torchrun --nproc_per_node={nproc} on nodes that get {gpus} GPU(s) "
+                f"each: workers {gpus} to {int(nproc) - 1} find no GPU of their own", f"--nproc_per_node={gpus}, "
+                f"or ask for {nproc} GPUs per node (#SBATCH --gpus-per-node={nproc})", needle="nproc",
+                cause="gpu-count-short")
         step = (_nodes(read_options(c.words[1:])[0]) if c.words[:1] == ["srun"] else None) or job_nodes
         direct = bool(words) and (bool(_TORCHRUN.search(words[0])) or (
             words[0].rsplit("/", 1)[-1].startswith("python") and words[1:3] in (["-m", "torch.distributed.run"],

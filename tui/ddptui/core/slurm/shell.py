@@ -180,15 +180,22 @@ def read_options(words: list[str]) -> tuple[list[tuple[str, str | None]], list[s
 
 def program_words(rest: list[str], held: dict[str, str]) -> list[str]:
     """A program's words: a `bash -c STRING` read as the words of STRING (behind a container's `run
-    IMAGE` too), and a word that is only a variable the script set (`CMD="torchrun ..."`) as its value."""
-    rest = [w for x in rest for w in _held_words(x, held)]
+    IMAGE` too), each word that is only a variable the script set (`CMD="torchrun ..."`) as its value."""
+    rest = expand(rest, held)
     for i in range(len(rest) - 2):
         if rest[i].rsplit("/", 1)[-1] in ("bash", "sh") and rest[i + 1] == "-c":
-            string = held.get(m.group(1), rest[i + 2]) if (m := HELD.match(rest[i + 2])) else rest[i + 2]
-            return rest[:i + 2] + split_words(scan_code(string)[0]) + rest[i + 3:]
+            return rest[:i + 2] + expand(split_words(scan_code(rest[i + 2])[0]), held) + rest[i + 3:]
     return rest
 
 
-def _held_words(word: str, held: dict[str, str]) -> list[str]:
-    m = HELD.match(word)
-    return split_words(held[m.group(1)]) if m and m.group(1) in held else [word]
+def expand(words: list[str], held: dict[str, str], depth: int = 4) -> list[str]:
+    """Each word that is one variable the script set, as the words of its value (theirs too, a few
+    levels deep: LAUNCHER="torchrun --nproc_per_node $GPUS_PER_NODE ..."); any other word as it is."""
+    out: list[str] = []
+    for w in words:
+        m = HELD.match(w)
+        if m and m.group(1) in held and depth:
+            out += expand(split_words(held[m.group(1)]), held, depth - 1)
+        else:
+            out.append(w)
+    return out
