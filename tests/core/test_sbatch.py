@@ -257,6 +257,9 @@ def test_check_on_real_scripts_says_what_their_threads_established(name: str) ->
     # what torchrun is told comes from an array: not known here, nothing said
     ('#SBATCH --nodes=2 --gpus-per-node=4\nsrun -K1 -l torchrun "${TORCHRUN_ARGS[@]}" t.py\n', []),
     ("#SBATCH --nodes=2 --gpus-per-node=4\nsrun -K1 -l torchrun --nnodes=$SLURM_NNODES t.py\n", []),
+    # a command the script prints before it runs it is said once, where it runs
+    ('#SBATCH --nodes=2 --gpus-per-node=4\nCMD="torchrun --nproc_per_node 4 t.py"\necho $CMD\n'
+     'srun -K1 -l bash -c "$CMD"\n', [(4, "torchrun-nnodes")]),
 ])
 def test_check_sees_torchrun_across_the_nodes(text: str, expected: list) -> None:
     assert [(m.line, m.id) for m in check_script(text)] == expected

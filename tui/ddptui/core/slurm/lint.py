@@ -96,7 +96,7 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
         c.words = c.words[:1] + expand(c.words[1:], held)
     program = {id(c): program_words(read_options(c.words[1:])[1], held) if c.words[:1] == ["srun"] else c.words
                for c in cmds}
-    torch_cmds = [c for c in cmds if _runs_torchrun(program[id(c)])]
+    torch_cmds = [c for c in cmds if c.words[:1] not in (["echo"], ["printf"]) and _runs_torchrun(program[id(c)])]
     sruns = [c for c in cmds if c.words[:1] == ["srun"]]
     torch_sruns = [c for c in sruns if c in torch_cmds]
 
