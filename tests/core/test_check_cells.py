@@ -18,14 +18,20 @@ PLAYBOOK = "name: cells\nnodes: node[02-04]\nmaster: node02\njob:\n  script: tra
            "  nproc_per_node: 1\n  env:\n    OMP_NUM_THREADS: 1\n"
 
 
-def rows(text: str, port: dict[str, tuple[str, int]] | None = None) -> dict[tuple[str, str], CheckResult]:
-    """Preflight's rows; `port`: a node's answer to its port-check command (stdout, rc)."""
+def preflight(text: str, port: dict[str, tuple[str, int]] | None, on_check):
+    """(the playbook, preflight's result) on the recorded nodes; `port`: a node's answer to its
+    port-check command (stdout, rc)."""
     pb = parse_playbook(text)
     targets = [NodeTarget(n.name, "master" if n.name == pb.master else "worker",
                           RecordedNode(n.name, (port or {}).get(n.name)), "python3",
                           {**pb.job.env_dict(), **dict(n.env)}, pb.nproc_of(n)) for n in pb.nodes]
+    return pb, Preflight(pb, targets, MASTER_ADDR, on_check=on_check).run()
+
+
+def rows(text: str, port: dict[str, tuple[str, int]] | None = None) -> dict[tuple[str, str], CheckResult]:
+    """Preflight's rows."""
     got: list[CheckResult] = []
-    Preflight(pb, targets, MASTER_ADDR, on_check=got.append).run()
+    preflight(text, port, got.append)
     return {(r.node, r.check): r for r in got}
 
 
@@ -59,11 +65,7 @@ def test_workers_try_the_master_when_its_port_is_free() -> None:
 
 def step_words(text: str, port: dict[str, tuple[str, int]] | None = None) -> str:
     """The check step's words when it fails (stage.verdict), on preflight's result for the recorded nodes."""
-    pb = parse_playbook(text)
-    targets = [NodeTarget(n.name, "master" if n.name == pb.master else "worker",
-                          RecordedNode(n.name, (port or {}).get(n.name)), "python3",
-                          {**pb.job.env_dict(), **dict(n.env)}, pb.nproc_of(n)) for n in pb.nodes]
-    result = Preflight(pb, targets, MASTER_ADDR, on_check=lambda r: None).run()
+    pb, result = preflight(text, port, lambda r: None)
     with pytest.raises(StepFailed) as e:
         stage.verdict(pb, {n.name: NodeRun(n) for n in pb.nodes}, result, lambda ev: None)
     return str(e.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import facts as F
-from .read import Bundle
+from .read import OUTCOME_WORDS, Bundle
 
 
 def _pairs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[Any]]:
@@ -41,10 +41,6 @@ def diff(a: Bundle, b: Bundle) -> dict[str, Any]:
 def _side(x: Bundle) -> dict[str, Any]:
     return {"source": str(x.source), "kind": x.kind, "playbook": x.name, "ok": x.summary.get("ok"),
             "outcome": x.outcome}
-
-
-OUTCOME_WORDS = {"passed": "ok", "failed": "failed", "stopped": "stopped by the user",
-                 "unknown": "unknown (no summary)"}
 
 
 def render(d: dict[str, Any], width: int = 44) -> str:

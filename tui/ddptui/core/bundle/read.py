@@ -43,7 +43,7 @@ class Bundle:
         return str(self.summary.get("playbook") or self.manifest.get("playbook") or self.source.stem)
 
     @property
-    def outcome(self) -> str:
+    def outcome(self) -> str:  # OUTCOME_WORDS: each view's words for it
         """How the run ended, one word that each view says its own way: passed, failed, stopped (by
         the user: not ok, and not a failure either), or unknown (no summary, or one with no verdict)."""
         ok = self.summary.get("ok")
@@ -70,6 +70,11 @@ class Bundle:
 
 
 # ---- shared parsing ---------------------------------------------------------------------------
+# how a run ended (Bundle.outcome) in words: `diff` says these, `open` shouts FAILED, `report` says passed
+OUTCOME_WORDS = {"passed": "ok", "failed": "failed", "stopped": "stopped by the user",
+                 "unknown": "unknown (no summary)"}
+
+
 def split_lines(text: str) -> list[str]:
     """Lines as the run directory counts them: split on \\n only (a \\r inside a line stays in it)."""
     lines = text.split("\n")

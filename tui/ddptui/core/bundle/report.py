@@ -7,7 +7,7 @@ import difflib
 from typing import Any
 
 from . import facts as F
-from .read import Bundle
+from .read import OUTCOME_WORDS, Bundle
 
 
 def _when(t: Any) -> str:
@@ -32,7 +32,7 @@ def _fence(lines: list[str]) -> list[str]:
 def report(b: Bundle) -> str:
     s = b.summary
     out = [f"## ddptui: {b.name}", ""]
-    verdict = {"stopped": "stopped by the user", "unknown": "unknown (no summary)"}.get(b.outcome, b.outcome)
+    verdict = {**OUTCOME_WORDS, "passed": "passed"}[b.outcome]
     ended = [d["ended"] for d in (s.get("nodes") or {}).values() if isinstance(d.get("ended"), (int, float))]
     out += [f"- **Run**: `{s.get('run_id') or b.manifest.get('run_id') or b.source.name}` — {verdict}",
             f"- **Started**: {_when(s.get('started'))}; **ended**: "  # the job's end, not when ddptui was closed

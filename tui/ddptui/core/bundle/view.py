@@ -11,7 +11,7 @@ from ..errors import DdptuiError, PlaybookError
 from ..paths import safe_name
 from ..playbook.loader import parse_playbook
 from ..playbook.model import DEFAULT_STEPS, STEP_KINDS, Job, NodeSpec, Playbook, Step
-from .read import Bundle
+from .read import OUTCOME_WORDS, Bundle
 from .replay import Timeline
 
 
@@ -116,8 +116,7 @@ def summary_text(b: Bundle, pb: Playbook, note: str = "") -> str:
     out = [headline(b)]
     if note:
         out.append(f"note: {note}")
-    outcome = {"passed": "ok", "failed": "FAILED", "stopped": "stopped by the user",
-               "unknown": "unknown (no summary)"}[b.outcome]
+    outcome = {**OUTCOME_WORDS, "failed": "FAILED"}[b.outcome]
     out.append(f"outcome: {outcome}, {tl.duration:.1f}s recorded")
     out.append("nodes:")
     for n in pb.ordered_nodes():

@@ -7,7 +7,6 @@ import shlex
 from collections.abc import Callable
 
 from ..diagnosis.catalog import merge_by_id
-from ..diagnosis.model import Finding
 from ..errors import StepFailed
 from ..events import CheckResult, Event, FindingRaised
 from ..launch.nodes import NodeRun, fan_out
@@ -55,21 +54,12 @@ def verdict(pb: Playbook, nodes: dict[str, NodeRun], result: PreflightResult, em
         list(nodes.values()), lambda nr: _check_script(pb, nr, emit))
     failed, errors = result.failed(), result.errors()
     if failed or errors or missing:
-        parts = ([f"{c.node}: {c.check}: {c.summary}" for c in failed if not _said_by(c, errors)]
+        # a cell an error finding says already is the Checks tab's to show: the cause is said once
+        parts = ([f"{c.node}: {c.check}: {c.summary}" for c in failed if not any(f.says(c) for f in errors)]
                  + [f"{f.id}: {f.summary}" for f in errors] + [f"{n}: {e}" for n, e in missing.items()])
         raise StepFailed(f"{_n(len(failed), 'check')} failed, {_n(len(errors), 'error finding')}: " + "; ".join(parts))
     warns = [f for f in result.findings if f.severity == "warning"]
     return f"all checks passed on {_n(len(nodes), 'node')}" + (f" ({_n(len(warns), 'warning')})" if warns else "")
-
-
-def _said_by(c: CheckResult, errors: list[Finding]) -> bool:
-    """A failed check that an error finding on its node says already (its summary names the finding,
-    `GLOO_SOCKET_IFNAME=eth9 (the playbook sets it): bad-socket-ifname`, or the finding's evidence
-    is its command's answer): the step's words give the finding once, not the cell and the finding."""
-    return any(c.node in f.nodes and (any(part.endswith(f": {f.id}") for part in c.summary.split("; "))
-                                      or any(e.node == c.node and e.command and e.command == c.command
-                                             for e in f.evidence))
-               for f in errors)
 
 
 def _n(k: int, word: str) -> str:

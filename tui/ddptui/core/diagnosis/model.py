@@ -61,6 +61,14 @@ class Finding:
     def active(self) -> bool:
         return self.state == "active"
 
+    def says(self, check) -> bool:
+        """This finding says what a check's result on one of its nodes says: the result names it
+        (`GLOO_SOCKET_IFNAME=eth9 (the playbook sets it): bad-socket-ifname`), or its evidence is that
+        check's command's answer (the taken port's listener). `check`: a CheckResult."""
+        return check.node in self.nodes and (
+            any(part.endswith(f": {self.id}") for part in check.summary.split("; "))
+            or any(e.node == check.node and e.command and e.command == check.command for e in self.evidence))
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Finding:
         """The inverse of to_json (a summary.json's findings, a bundle's)."""

@@ -205,10 +205,9 @@ def _env_mistakes(add, cmds: list[Command]) -> None:
 
 def _flag(words: list[str], name: str) -> str | None:
     """The value of torchrun's option `name` (--nnodes=2, --nnodes 2; _ and - alike), or None."""
-    alt = {name, name.replace("_", "-"), name.replace("-", "_").replace("__", "--")}
     for i, w in enumerate(words):
         key, eq, val = w.partition("=")
-        if key in alt:
+        if key.replace("_", "-") == name.replace("_", "-"):
             return val if eq else (words[i + 1] if i + 1 < len(words) else "")
     return None
 

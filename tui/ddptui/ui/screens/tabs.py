@@ -35,7 +35,7 @@ class TabActions:
         tab, its cursor on that check's cell on the finding's first node, its output below."""
         matrix = self.query_one(ChecksTab).matrix
         for e in f.evidence:
-            cell = matrix.locate(e.node, e.command, f.id)
+            cell = matrix.locate(e.node, f)
             if cell is not None:
                 self.action_show_tab("tab-checks")
                 matrix.move_cursor(row=cell[0], column=cell[1])

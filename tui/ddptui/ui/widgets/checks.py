@@ -80,17 +80,15 @@ class CheckMatrix(DataTable):
             return None
         return self.results.get((self.nodes[col - 1], self.checks[row]))
 
-    def locate(self, node: str, command: str, finding_id: str) -> tuple[int, int] | None:
-        """The cell (row, column) of `node`'s check behind a finding: the failed one that names it
-        (`GLOO_SOCKET_IFNAME=eth9 ...: bad-socket-ifname`), else the one whose command its evidence
-        quotes (the taken port's listener), else the node's first failed or warned check; None when
-        the node has no result here."""
+    def locate(self, node: str, finding) -> tuple[int, int] | None:
+        """The cell (row, column) of `node`'s check behind a finding: a failed or warned one the
+        finding says (Finding.says: the cell names it, or it quotes the cell's command), else any
+        one it says, else the node's first failed or warned check; None when the node has none here."""
         if node not in self.nodes:
             return None
         mine = [(c, r) for c in self.checks if (r := self.results.get((node, c))) is not None]
         bad = [(c, r) for c, r in mine if r.status in ("fail", "warn")]
-        cell = (next((c for c, r in bad if finding_id in r.summary), None)
-                or next((c for c, r in mine if command and r.command == command), None)
+        cell = (next((c for c, r in bad if finding.says(r)), None) or next((c for c, r in mine if finding.says(r)), None)
                 or next((c for c, r in bad), None))
         return None if cell is None else (self.checks.index(cell), self.nodes.index(node) + 1)
 
