@@ -31,6 +31,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import socket
 import statistics
 import subprocess
@@ -162,6 +163,7 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
         runs = d / f"runs{port}-{attempt}"
         printed = d / f"printed{port}.txt"  # what --headless prints (every line): to a file, not into memory
         extra = (["--ssh-config", str(ssh_config)] if ssh_config else []) + (["--json"] if as_json else [])
+        settle()
         t0 = time.time()
         with open(printed, "w") as out:
             p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names, training, log)),
@@ -181,10 +183,20 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
         if p.returncode == 0 and len(logs) == nodes:
             printed.unlink()
             first, last = min(start_of(p) for p in logs), max(end_of(p) for p in logs)
-            return Streamed(last - first, verdict_time(logs[0].parent) - last, wall, cpu,
+            verdict = verdict_time(logs[0].parent) - last
+            shutil.rmtree(runs)  # read: gone, as each baseline's output is overwritten by the next
+            return Streamed(last - first, verdict, wall, cpu,
                             cpu_at(samples, last) - cpu_at(samples, first), sum(diag.values()), max(0.0, busy - last))
     tail = "\n".join(x for x in printed.read_text().splitlines() if " NCCL " not in x)[-3000:]
     raise RuntimeError(f"ddptui run failed (rc {p.returncode}): {tail}")
+
+
+def settle() -> None:
+    """Before each timed command: what earlier ones wrote goes to disk first. Without it the
+    writeback of the run before (about 2 GB a repetition of 4 x 1M lines: ddptui's logs and
+    printout, each baseline's output) ran during the next and slowed it: 4 nodes, three runs in a
+    row on one cluster, 1.8 / 2.5 / 2.7 s, the ddptui process' CPU 1.3 / 2.0 / 2.2 s (2026-12-04)."""
+    os.sync()
 
 
 def free_port() -> int:
@@ -210,6 +222,7 @@ def by_hand(cmds: list[list[str]], outs: list[Path]) -> tuple[float, float]:
 
 def parallel(cmds: list[list[str]], outs: list[Path]) -> tuple[float, float]:
     """Wall seconds for the commands run at once, and the CPU seconds they used (user + system)."""
+    settle()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     procs = [subprocess.Popen(c, stdout=open(o, "w")) for c, o in zip(cmds, outs)]
@@ -247,6 +260,7 @@ def paramiko_cat(cl, nodes: list[str], src: Path, outs: list[Path]) -> tuple[flo
             while data := ch.recv(1 << 23):
                 f.write(data)
 
+    settle()
     t0, cpu0 = time.perf_counter(), time.process_time()
     threads = [threading.Thread(target=read, args=(c, o)) for c, o in zip(clients, outs)]
     for t in threads:

@@ -20,6 +20,7 @@ import os
 import pty
 import random
 import select
+import shutil
 import signal
 import statistics
 import struct
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 
 from bench.startup import MINIMAL
-from bench.stream import cpu_seconds, ddptui_stream, diagnosis_pids, end_of, free_port, playbook, start_of
+from bench.stream import cpu_seconds, ddptui_stream, diagnosis_pids, end_of, free_port, playbook, settle, start_of
 
 FILTERS = ["no launcher INFO", "NCCL", "warnings+errors", "rank 0", "all"]  # v's cycle, from "all" (1 proc/node)
 
@@ -142,6 +143,7 @@ def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys:
     runs = d / f"tui-runs-{time.time_ns()}"
     pb = playbook(d, nodes, lines, free_port())
     env = {"DDPTUI_CONFIG_DIR": str(d / "cfg"), "DDPTUI_DATA_DIR": str(d / "data")}
+    settle()
     t = Term([sys.executable, "-m", "ddptui", "run", str(pb), "--runs-dir", str(runs)], *size, env)
     try:
         deadline = time.time() + 180
@@ -176,6 +178,7 @@ def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys:
                 "rss_diagnosis": t.diagnosis_hwm_mb(), "diagnosis_lag": max(0.0, busy - 0.1 - last_line)}
     finally:
         t.close()
+        shutil.rmtree(runs, ignore_errors=True)  # its logs, read (bench.stream.settle says why)
 
 
 def minimal_rss(d: Path, size: tuple[int, int]) -> float:
