@@ -30,14 +30,13 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 def _headless(args: argparse.Namespace, runs_dir) -> int:
     from .cli_commands import _raise_interrupt
-    from .cli_printer import Printer, throughput_first
+    from .cli_printer import Printer
     from .core import events as E
     from .core.slurm.attach import Attachment
     from .core.slurm.commands import NoSlurm, NoSuchJob
     from .core.slurm.attach import OutputUnreadable
 
     printer = Printer(args.json, 6)
-    throughput_first()
 
     def sink(ev: E.Event) -> None:
         if isinstance(ev, E.RunStarted):

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .cli_bundle import cmd_diagnose_bundle
-from .cli_printer import Printer, throughput_first
+from .cli_printer import Printer
 from .core.errors import PlaybookError, UsageError
 from .cli_args import EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED
 
@@ -80,7 +80,6 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
         check_request(pb)
     width = max([len(n.name) for n in pb.nodes] + [6])
     printer = Printer(as_json, width, Redactor.for_playbook(pb))
-    throughput_first()
     rb = Runbook(pb, printer, runs_dir, make_factory(settings))
     ids = [s.id for s in pb.steps]
     start = getattr(args, "from_step", None)

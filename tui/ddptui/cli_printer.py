@@ -8,21 +8,6 @@ import threading
 from json.encoder import encode_basestring_ascii as esc  # json.dumps of a str (C)
 
 
-# How long a thread keeps the GIL while another waits for it (CPython's default: 5 ms). A node's
-# reader waits in os.read / a channel's recv, then needs the GIL back for its chunk; with the
-# diagnosis busy in Python, at 5 ms it got about one 64 KiB chunk per switch: 0.15 M lines/s
-# whatever the machine (bench.stream, 1 node x 1M NCCL lines: 6.2-6.7 s at 5 ms, 2.2 s at 0.2 ms;
-# 4 nodes: 22 s, 7-8 s; the diagnosis then finishes behind, as designed). Headless only: in the
-# TUI the same setting starved the UI thread for the whole flood (bench.tui_flood: one key answered
-# in 7.7 s), and keys come first there.
-HEADLESS_SWITCH_INTERVAL = 0.0002
-
-
-def throughput_first() -> None:
-    """A headless run: let the readers take the GIL back as soon as their data is there."""
-    sys.setswitchinterval(HEADLESS_SWITCH_INTERVAL)
-
-
 class Printer:
     """Headless output: `node │ line`, flushed line by line even into a pipe; or JSON events.
     With a Redactor, nothing secret is printed: node output is searched for the known values (one
