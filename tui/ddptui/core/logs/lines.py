@@ -48,7 +48,10 @@ class Chunk(Sequence[str]):
         """Raw bytes of whole lines (each ending "\\n") as a stream gave them: made valid UTF-8, and
         the "\\r" of CRLF line ends dropped."""
         if not data.isascii():
-            data = data.decode("utf-8", "replace").encode()
+            try:  # valid UTF-8 (nearly always: a progress bar's blocks, a dash) stays the bytes it is
+                data.decode()
+            except UnicodeDecodeError:
+                data = data.decode("utf-8", "replace").encode()
         if b"\r" in data:
             data = _CR_NL.sub(b"\n", data)
         return cls(data)
