@@ -192,10 +192,10 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
 
 
 def settle() -> None:
-    """Before each timed command: what earlier ones wrote goes to disk first. Without it the
-    writeback of the run before (about 2 GB a repetition of 4 x 1M lines: ddptui's logs and
-    printout, each baseline's output) ran during the next and slowed it: 4 nodes, three runs in a
-    row on one cluster, 1.8 / 2.5 / 2.7 s, the ddptui process' CPU 1.3 / 2.0 / 2.2 s (2026-12-04)."""
+    """Before each timed command: what earlier ones wrote goes to disk first, so that its writeback
+    (about 2 GB a repetition of 4 x 1M lines: ddptui's logs and printout, each baseline's output)
+    does not run during the next. Three 4-node runs in a row on one cluster, 2026-12-04: 1.8 / 2.5 /
+    2.7 s without it, 1.7 / 1.6 / 2.3 s with it; the spread it leaves is the VM's (bench/README.md)."""
     os.sync()
 
 
