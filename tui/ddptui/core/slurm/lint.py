@@ -204,12 +204,14 @@ def _env_mistakes(add, cmds: list[Command]) -> None:
 
 
 def _flag(words: list[str], name: str) -> str | None:
-    """The value of torchrun's option `name` (--nnodes=2, --nnodes 2; _ and - alike), or None."""
+    """The value of torchrun's option `name` (--nnodes=2, --nnodes 2; _ and - alike), the last one
+    given as argparse takes it; None when it is not given."""
+    found = None
     for i, w in enumerate(words):
         key, eq, val = w.partition("=")
         if key.replace("_", "-") == name.replace("_", "-"):
-            return val if eq else (words[i + 1] if i + 1 < len(words) else "")
-    return None
+            found = val if eq else (words[i + 1] if i + 1 < len(words) else "")
+    return found
 
 
 def _gpus_per_node(opts: list[tuple[str, str | None]]) -> int | None:
@@ -264,13 +266,13 @@ def _launch_mistakes(add, torch_cmds: list[Command], program: dict, job_nodes: i
         if any(OPAQUE.match(w) and not (i and words[i - 1].startswith("-") and "=" not in words[i - 1])
                for i, w in enumerate(words)) or any(a.startswith("PET_NNODES=") for a in assigns):
             continue
-        given = [(w.partition("=")[2] or (words[i + 1] if i + 1 < len(words) else "")).partition(":")[0]
-                 for i, w in enumerate(words) if w.partition("=")[0] == "--nnodes"]  # MIN:MAX: its minimum
-        if not given:
+        given = _flag(words, "--nnodes")
+        least = (given or "").partition(":")[0]  # MIN:MAX: its minimum
+        if given is None:
             add("torchrun-nnodes", c.line, f"torchrun without --nnodes on a {step}-node step: it defaults to 1, so "
                 "each node's torchrun starts a job of its own and the ranks never meet",
                 "torchrun --nnodes=$SLURM_NNODES ... (the job's node count)", needle="torchrun", cause="ranks-not-joined")
-        elif given[-1].isdigit() and int(given[-1]) != step:
-            add("torchrun-nnodes", c.line, f"torchrun --nnodes={given[-1]} on a {step}-node step: the rendezvous "
-                f"waits for {given[-1]} node(s) while {step} start", "--nnodes=$SLURM_NNODES (the job's node count)",
+        elif least.isdigit() and int(least) != step:
+            add("torchrun-nnodes", c.line, f"torchrun --nnodes={least} on a {step}-node step: the rendezvous "
+                f"waits for {least} node(s) while {step} start", "--nnodes=$SLURM_NNODES (the job's node count)",
                 needle="--nnodes", cause="ranks-not-joined")

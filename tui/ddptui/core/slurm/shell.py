@@ -94,7 +94,7 @@ def read_lines(text: str) -> list[Line]:
                 i += 1
                 buf = buf[:-1] + " " + phys[i]
                 continue
-            code, _ = scan_code(buf)
+            code, task_vars = scan_code(buf)
             try:
                 shlex.split(code)
             except ValueError:  # an open quote: the string goes on on the next line
@@ -103,7 +103,6 @@ def read_lines(text: str) -> list[Line]:
                     buf += "\n" + phys[i]
                     continue
             break
-        code, task_vars = scan_code(buf)
         out.append(Line(start + 1, phys[start], code, task_vars))
         i += 1
     return out
