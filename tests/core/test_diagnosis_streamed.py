@@ -151,3 +151,32 @@ def test_a_finding_two_cross_rules_can_raise_is_raised_once_not_flipped_each_bat
     assert changes[0].summary.startswith("net plugins differ")
     seen = {("n1", "h1"): ("IB", 1, ""), ("n2", "h2"): ("Socket", 1, "")}
     assert not networks_differ(seen) and networks_differ({**seen, ("n3", "h3"): ("IBext", 1, "")})
+
+
+def test_the_cross_rules_look_again_only_when_a_fact_or_a_finding_moved(monkeypatch) -> None:
+    """A running job's stream is mostly batches of a line or a few that say no fact: the cross rules
+    (a pure function of the facts, raising only what differs from the findings) are not run again
+    for them, and still see at once the batch that brings a fact (the seed's IB beside Socket)."""
+    import ddptui.core.diagnosis.engine as engine_module
+
+    from tests.core.test_diagnosis_corpus import CORPUS
+
+    def body(name: str) -> list[str]:
+        return [x for x in (CORPUS / name).read_text().splitlines() if not x.startswith("# ")]
+
+    looks = []
+    real = engine_module.cross_verdicts
+    monkeypatch.setattr(engine_module, "cross_verdicts", lambda *a: looks.append(1) or real(*a))
+    ib, sock = body("92-healthy-ib-two-nodes-node0.log"), body("94-healthy-socket-after-ib-disable.log")
+    cut = next(i for i, line in enumerate(sock) if "NET/Socket : Using" in line)
+    raised = []
+    e = Engine(on_change=raised.append)
+    e.feed("node02", ib)
+    e.feed("node03", sock[:cut])
+    before = len(looks)
+    for i in range(200):  # a training loop's lines, a batch each, on both nodes
+        e.feed("node02" if i % 2 else "node03", [f"[default0]:epoch 1 step {i} loss=0.{i:03d}"])
+    assert len(looks) == before and not raised  # nothing moved: no look
+    e.feed("node03", sock[cut:cut + 1])
+    assert len(looks) == before + 1
+    assert [f.id for f in raised] == ["ib-socket-mismatch"]

@@ -57,6 +57,8 @@ class Engine(SpentLines):
         self._entries_of = [es for _, es in self._lit_items] + [[]] * (len(literals) - len(self._lit_items))
         self._spent_when = spent_when(literals, self._entries_of)
         self._heads: dict[str, str | None] = {}  # a line's head up to its first "] " -> the NCCL host in it
+        self._said = 0  # findings that appeared or changed so far
+        self._crossed = -1  # facts written and findings changed when the cross rules last looked
 
     # ---- feeding ---------------------------------------------------------------------------
     def _node(self, node: str) -> NodeState:
@@ -119,7 +121,13 @@ class Engine(SpentLines):
         return candidates
 
     def _after_batch(self) -> None:
-        self._cross_node()
+        # the cross rules read only the facts, and raise only what differs from the findings: where
+        # neither moved since they last looked, they would find what they found (most batches of a
+        # running job, each a line or a few: the look is most of such a batch's cost)
+        now = self._said + sum(st.changes for st in self.nodes.values())
+        if now != self._crossed:
+            self._crossed = now
+            self._cross_node()
         if self.bandwidth.dirty and (verdict := self.bandwidth.judge(self.nodes)):
             self._raise_cross("slow-interconnect", *verdict)
 
@@ -169,18 +177,8 @@ class Engine(SpentLines):
 
     # ---- findings ---------------------------------------------------------------------------
     def _hit(self, rule: Rule, node: str, ev: Evidence, groups: tuple) -> None:
-        fid, fix, severity = rule.id, rule.fix, rule.severity
-        if rule.decide is not None:
-            verdict = rule.decide(groups)
-            if verdict is None:
-                return
-            fid, summary = verdict
-            if fid != rule.id:  # the rule's own words are for its own id
-                fix, severity = DEFAULT, None
-        else:
-            summary = rule.summary.format(*[g or "" for g in groups]) if rule.summary and groups else (
-                rule.summary if rule.summary and "{" not in rule.summary else CATALOG[rule.id].title)
-        self._raise(fid, node, ev, summary, fix, severity)
+        if (said := _said_by(rule, groups)) is not None:
+            self._raise(said[0], node, ev, *said[1:])
 
     def _raise(self, fid: str, node: str, ev: Evidence, summary: str, fix, severity: str | None) -> None:
         f = self._findings.get(fid)
@@ -224,6 +222,7 @@ class Engine(SpentLines):
         self._changed(self._findings[fid])
 
     def _changed(self, f: Finding) -> None:
+        self._said += 1
         if self.on_change:
             self.on_change(f)
 
@@ -277,6 +276,23 @@ class Engine(SpentLines):
         fs = list(self._findings.values())
         hidden = hidden_ids(fs)
         return [f for f in fs if f.id not in hidden]
+
+
+def _said_by(rule: Rule, groups: tuple) -> tuple | None:
+    """What a match of `rule` raises (its groups): (id, summary, fix, severity), or None (its
+    `decide` says the match is nothing)."""
+    fid, fix, severity = rule.id, rule.fix, rule.severity
+    if rule.decide is not None:
+        verdict = rule.decide(groups)
+        if verdict is None:
+            return None
+        fid, summary = verdict
+        if fid != rule.id:  # the rule's own words are for its own id
+            fix, severity = DEFAULT, None
+    else:
+        summary = rule.summary.format(*[g or "" for g in groups]) if rule.summary and groups else (
+            rule.summary if rule.summary and "{" not in rule.summary else CATALOG[rule.id].title)
+    return fid, summary, fix, severity
 
 
 def _is_consequence(fid: str) -> bool:

@@ -53,41 +53,47 @@ class NodeState:
     nnodes: dict = field(default_factory=dict)  # node -> (the nnodes torchrun's agent here was started with, line, text)
     comm: dict = field(default_factory=dict)  # host -> (largest communicator it joined, line, text)
     pending: dict = field(default_factory=dict)  # rule index -> [Evidence] waiting for `requires`
+    changes: int = 0  # facts written so far: the cross rules, which read only the facts, look again when it moves
+
+
+def _keep(st: NodeState, facts: dict, key: str, value: tuple) -> None:
+    facts[key] = value
+    st.changes += 1
 
 
 def extract_facts(st: NodeState, key: str, n: int, line: str) -> tuple[int, int] | None:
     """Keep what a line says about its node (or NCCL host `key`): NCCL version, transport, net plugin,
     local ranks, nnodes, communicator size. Returns (nNodes, nRanks) the first time NCCL reports them."""
     if "NCCL version" in line and key not in st.version and (m := VERSION.search(line)):
-        st.version[key] = (m.group(1), n, line.strip())
+        _keep(st, st.version, key, (m.group(1), n, line.strip()))
     cur = st.transport.get(key)
     if cur is not None and cur[1]:
         pass  # a definite transport stays (nothing below would change it)
     elif ("Using " in line or "via NET/" in line) and (m := NET_DEFINITE.search(line)):
-        st.transport[key] = (m.group(1) or m.group(2), True, n, line.strip())
+        _keep(st, st.transport, key, (m.group(1) or m.group(2), True, n, line.strip()))
     elif cur is None and " : Using [" in line and (m := NET_TENTATIVE.search(line)):
-        st.transport[key] = (m.group(1), False, n, line.strip())
+        _keep(st, st.transport, key, (m.group(1), False, n, line.strip()))
     if "sing " in line and key not in st.network and (m := NETWORK.search(line)):
-        st.network[key] = (m.group(1).strip(), n, line.strip())
+        _keep(st, st.network, key, (m.group(1).strip(), n, line.strip()))
     if "lugin" in line:
         if m := PLUGIN_EXTERNAL.search(line):
             # a host names its plugin twice, `Loaded net plugin NAME` then `Plugin Path : PATH`: the
             # path, which tells two plugins apart, is kept (rules.plugins_differ compares like with like)
             cur = st.plugin.get(key)
             if m.group(1) or cur is None or PLUGIN_PATH not in cur[2]:
-                st.plugin[key] = ("external:" + (m.group(1) or m.group(2)), n, line.strip())
+                _keep(st, st.plugin, key, ("external:" + (m.group(1) or m.group(2)), n, line.strip()))
         elif key not in st.plugin and PLUGIN_INTERNAL.search(line):
-            st.plugin[key] = ("internal", n, line.strip())
+            _keep(st, st.plugin, key, ("internal", n, line.strip()))
     if not st.nproc and "local_ranks=[" in line and (m := LOCAL_RANKS.search(line)):
-        st.nproc[st.name] = (len([x for x in m.group(1).split(",") if x.strip()]), n, line.strip())
+        _keep(st, st.nproc, st.name, (len([x for x in m.group(1).split(",") if x.strip()]), n, line.strip()))
     if not st.nnodes and "group_world_size=" in line and (m := GROUP_WORLD.search(line)):
-        st.nnodes[st.name] = (int(m.group(1)), n, line.strip())
+        _keep(st, st.nnodes, st.name, (int(m.group(1)), n, line.strip()))
     if ("nranks " in line or "nRanks " in line) and (m := COMM_SIZE.search(line)):
         size = int(m.group(1))
         if key not in st.comm or size > st.comm[key][0]:
-            st.comm[key] = (size, n, line.strip())
+            _keep(st, st.comm, key, (size, n, line.strip()))
     if " nNodes " in line and key not in st.nnodes_seen and (m := NRANKS.search(line)):
-        st.nnodes_seen[key] = (int(m.group(3)), int(m.group(2)), n, line.strip())
+        _keep(st, st.nnodes_seen, key, (int(m.group(3)), int(m.group(2)), n, line.strip()))
         return int(m.group(3)), int(m.group(2))
     return None
 
