@@ -21,7 +21,7 @@ import pytest
 from ddptui.core.diagnosis.child import BLOCK
 from ddptui.core.diagnosis.engine import Engine
 from ddptui.core.diagnosis.live import DiagnosisFailed, LiveDiagnosis
-from ddptui.core.diagnosis.process import MAX_RESTARTS
+from ddptui.core.diagnosis.process import COALESCE_SECONDS, MAX_RESTARTS
 from ddptui.core.logs.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +105,46 @@ def test_a_node_that_goes_quiet_after_its_flood_is_diagnosed_to_its_last_line(li
     while not any(f.id == "firewall-or-unreachable" for f in seen) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert any(f.id == "firewall-or-unreachable" and f.evidence[0].text == FAILURE for f in seen)
+
+
+class Words:
+    """The child's stdin, counting the words of each kind the parent writes to it."""
+
+    def __init__(self, pipe) -> None:
+        self.pipe, self.ops = pipe, []
+
+    def write(self, text: str) -> int:
+        self.ops += [line.split('"op": "', 1)[1].split('"', 1)[0] for line in text.splitlines()]
+        return self.pipe.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self.pipe, name)
+
+
+def test_a_running_jobs_trickle_is_told_in_few_words_and_a_lone_error_at_once(live) -> None:
+    """A job's output comes a line every few ms (prints, a progress bar): a word to the child per
+    batch woke the sender and the child for each (0.2-0.3 ms of CPU each here). The batches of one
+    window go in one word; the lines are all diagnosed all the same; a line after a quiet spell goes
+    to the child without waiting for a flush (a lone failure is raised while the job runs)."""
+    live, rd, seen = live
+    child_pid(live)
+    words = live._engine._proc.stdin = Words(live._engine._proc.stdin)
+    t0 = time.monotonic()
+    for i in range(200):
+        live.deliver(rd, lambda e: None, "node02", [f"[default0]:epoch 1 step {i} loss=0.{i:03d}"])
+        time.sleep(0.002)
+    elapsed = time.monotonic() - t0
+    time.sleep(3 * COALESCE_SECONDS)  # quiet: the sender waits for the next batch
+    grew = words.ops.count("grew")
+    assert 1 <= grew <= min(50, elapsed / COALESCE_SECONDS + 2), (grew, elapsed)  # not one per batch (200)
+    live.deliver(rd, lambda e: None, "node02", [FAILURE])
+    deadline = time.monotonic() + 30
+    while not any(f.id == "firewall-or-unreachable" for f in seen) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert any(f.id == "firewall-or-unreachable" for f in seen)  # raised with no flush, no finish
+    assert words.ops.count("grew") == grew + 1 and "sync" not in words.ops
+    ev = next(f for f in seen if f.id == "firewall-or-unreachable").evidence[0]
+    assert ev.line == 201  # every line before it was read, numbered as in the log
 
 
 def test_a_killed_diagnosis_is_replaced_and_misses_nothing(live) -> None:
