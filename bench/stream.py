@@ -19,8 +19,16 @@ With `--training 0.95` the workload puts 19 lines of a training loop's output af
 `--log FILE` replays another recorded log than corpus 90 (a paste of the interesting lines of a
 64-rank init, 88% of them holding a rule's literal).
 
+`--rate LPS` paces each node's workload at LPS lines a second (written a hundredth of a second's
+worth at a time, as a job's output comes) instead of a flood as fast as the machine goes: then what
+is timed is how far behind its nodes ddptui is (a node's last line written -> on disk, the
+diagnosis' lag), for 1 node and for 4, against the same job by hand (`ssh NODE WORKLOAD > out`,
+paced alike); the `cat` baselines, which cannot be paced, are left out. A flood that saturates the
+client says how fast one process can take 4 nodes' bytes; a paced stream says whether 4 nodes are
+followed in parallel, as one is (issue 15's "4 nodes vs 1 node").
+
     .venv/bin/python -m bench.stream [--quick] [--ssh] [--json] [--training SHARE] [--log FILE] [--lines N]
-                                     [--nodes 1,4] [--reps R]
+                                     [--nodes 1,4] [--reps R] [--rate LPS]
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ DEFAULT_LOG = ROOT / "tests" / "data" / "corpus" / "nccl" / "90-healthy-socket-a
 
 
 def playbook(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
-             training: float = 0.0, log: Path = DEFAULT_LOG) -> Path:
+             training: float = 0.0, log: Path = DEFAULT_LOG, rate: float = 0.0) -> Path:
     pb = d / f"stream{nodes}.yaml"
     listed = ", ".join(names[:nodes] if names else [f"n{i}" for i in range(nodes)])
     pb.write_text(f"""\
@@ -58,7 +66,7 @@ name: stream{nodes}
 nodes: [{listed}]
 job:
   script: {WORKLOAD}
-  args: ["{lines}", "{training}", "{log}"]
+  args: ["{lines}", "{training}", "{log}", "{rate}"]
   nproc_per_node: 1
   master_port: {port}
   tee: false
@@ -92,6 +100,15 @@ def end_of(log: Path) -> float:
         if int(first) <= line < int(first) + int(count):
             return float(t)
     raise RuntimeError(f"{log}: line {line} is in no batch of its index")
+
+
+def written_at(out: Path) -> float:
+    """When the workload wrote its last line (before its `done` line), by its own clock."""
+    data = out.read_bytes()
+    at = data.rfind(b"\nnccl_flood done lines ")
+    if at < 0:
+        raise RuntimeError(f"{out}: no done line")
+    return float(data[at:].split(b" at ")[1].split()[0])
 
 
 def verdict_time(run: Path) -> float:
@@ -138,6 +155,7 @@ class Streamed(NamedTuple):
     cpu_stream: float  # the ddptui process from the first line to the last on disk
     diag_cpu: float  # its diagnosis process
     behind: float  # the last line on disk -> the diagnosis' last busy 0.1 s (0: it kept up)
+    lag: float  # a node's last line written by its workload -> on disk, the slowest node's
 
 
 def median_of(runs: list[Streamed], field: str) -> float:
@@ -154,7 +172,8 @@ def cpu_at(samples: list[tuple[float, float]], t: float) -> float:
 
 def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] | None = None,
                   ssh_config: Path | None = None, attempts: int = 2,
-                  as_json: bool = False, training: float = 0.0, log: Path = DEFAULT_LOG) -> Streamed:
+                  as_json: bool = False, training: float = 0.0, log: Path = DEFAULT_LOG,
+                  rate: float = 0.0) -> Streamed:
     """The run's times and CPU seconds; the CPU sampled every 0.1 s until the processes end (what
     either does in its last 0.1 s is not counted). A failed run is tried
     once more (torch 2.13's torchrun can abort at exit after a good run, as tests/test_local_run.py
@@ -166,7 +185,7 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
         settle()
         t0 = time.time()
         with open(printed, "w") as out:
-            p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names, training, log)),
+            p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names, training, log, rate)),
                                   "--headless", "--runs-dir", str(runs), *extra], stdout=out, stderr=subprocess.STDOUT)
             cpu, diag, busy, samples = 0.0, {}, 0.0, [(t0, 0.0)]
             while p.poll() is None:
@@ -184,9 +203,10 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
             printed.unlink()
             first, last = min(start_of(p) for p in logs), max(end_of(p) for p in logs)
             verdict = verdict_time(logs[0].parent) - last
+            lag = max(0.0, *(end_of(p) - written_at(p) for p in logs))
             shutil.rmtree(runs)  # read: gone, as each baseline's output is overwritten by the next
-            return Streamed(last - first, verdict, wall, cpu,
-                            cpu_at(samples, last) - cpu_at(samples, first), sum(diag.values()), max(0.0, busy - last))
+            return Streamed(last - first, verdict, wall, cpu, cpu_at(samples, last) - cpu_at(samples, first),
+                            sum(diag.values()), max(0.0, busy - last), lag)
     tail = "\n".join(x for x in printed.read_text().splitlines() if " NCCL " not in x)[-3000:]
     raise RuntimeError(f"ddptui run failed (rc {p.returncode}): {tail}")
 
@@ -212,12 +232,14 @@ def free_port() -> int:
         return port
 
 
-def by_hand(cmds: list[list[str]], outs: list[Path]) -> tuple[float, float]:
+def by_hand(cmds: list[list[str]], outs: list[Path]) -> tuple[float, float, float]:
     """The workload's commands run at once, each writing to its file: from the first line any of
     them wrote (its start stamp) to the last line on disk, measured as `ddptui_stream` measures
-    ddptui (start-up left out), and the CPU seconds of the processes this one started."""
+    ddptui (start-up left out), the CPU seconds of the processes this one started, and the slowest
+    output's last line written -> on disk (its file's last write)."""
     _, cpu = parallel(cmds, outs)
-    return max(o.stat().st_mtime for o in outs) - min(start_of(o) for o in outs), cpu
+    lag = max(0.0, *(o.stat().st_mtime - written_at(o) for o in outs))  # a file's time is a clock tick's (4 ms)
+    return max(o.stat().st_mtime for o in outs) - min(start_of(o) for o in outs), cpu, lag
 
 
 def parallel(cmds: list[list[str]], outs: list[Path]) -> tuple[float, float]:
@@ -287,7 +309,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", type=Path, default=DEFAULT_LOG,
                     help="the recorded NCCL log the workload replays (default: corpus 90, a paste of a 64-rank "
                          "job's init lines)")
+    ap.add_argument("--rate", type=float, default=0.0,
+                    help="lines a second a node: each node's workload paced at that rate, not a flood (default 0: "
+                         "as fast as it goes)")
     args = ap.parse_args(argv)
+    if args.rate < 0:
+        ap.error(f"--rate: lines a second, more than 0, not {args.rate:g}")
     lines = args.lines or (20_000 if args.quick else 1_000_000)
     counts = [int(x) for x in (args.nodes or ("1,2" if args.quick else "1,4")).split(",")]
     reps = args.reps or (1 if args.quick else 3)
@@ -303,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         if cl:  # a HOME with no ~/.ssh: only the cluster's ssh_config counts
             (d / "home" / ".ssh").mkdir(parents=True)
             os.environ["HOME"] = str(d / "home")
+        if args.rate:
+            paced(d, cl, names, counts, reps, lines, args)
+            return 0
         src = d / "lines.txt"
         work = [str(lines), str(args.training), str(args.log.resolve())]
         subprocess.run([sys.executable, str(WORKLOAD), *work], stdout=open(src, "w"), check=True)
@@ -325,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
                 job = [sys.executable, str(WORKLOAD), *work]
                 prods.append(by_hand([job] * n, outs)[0])
                 if cl:  # the same job by hand: each node's workload over OpenSSH, its lines made live
-                    hand_wall, hand_cpu = by_hand([["ssh", "-F", str(cfg), node, *job] for node in names[:n]], outs)
+                    hand_wall, hand_cpu, _ = by_hand([["ssh", "-F", str(cfg), node, *job] for node in names[:n]], outs)
                     hands.append(hand_wall)
                     hand_cpus.append(hand_cpu)
             med = functools.partial(median_of, runs_)
@@ -348,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"  (its lines made live on the nodes, as ddptui's are; CPU of ssh and the workloads "
                       f"{statistics.median(hand_cpus):.2f} s)")
             print(f"  {n} x the workload > out (the producer alone)     {p:6.2f} s   ratio {t / p:.1f}x")
+            print(f"  a node's last line written -> on disk {med('lag') * 1e3:6.0f} ms (the slowest node: how far behind ddptui fell)")
             print(f"  last line on disk -> verdict (diagnosis done, torchrun gone) {med('verdict'):5.2f} s"
                   f"   -> the diagnosis' last busy 0.1 s {med('behind'):5.2f} s (its lag behind the disk)")
             cc = statistics.median(cat_cpus)
@@ -360,6 +391,42 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  CPU: paramiko alone reading the same cat {fc:5.2f} s   ddptui's, first line -> last on disk, "
                       f"/ paramiko's {med('cpu_stream') / max(fc, 1e-3):.1f}x (what ddptui adds to its SSH library)")
     return 0
+
+
+def paced(d: Path, cl, names: list[str] | None, counts: list[int], reps: int, lines: int, args) -> None:
+    """`--rate`: each node's workload paced; how far behind its nodes ddptui is, for each node count,
+    against the same job by hand (over OpenSSH with `--ssh`, else the workloads writing to files)."""
+    cfg = cl.ssh_config if cl else None
+    log = args.log.resolve()
+    job = [sys.executable, str(WORKLOAD), str(lines), str(args.training), str(log), str(args.rate)]
+    seen: dict[int, tuple[float, float]] = {}
+    for n in counts:
+        runs_: list[Streamed] = []
+        hands, hand_lags = [], []
+        for _ in range(reps):  # interleaved: ddptui, then the job by hand
+            runs_.append(ddptui_stream(d, n, lines, free_port(), names, cfg, as_json=args.json,
+                                       training=args.training, log=log, rate=args.rate))
+            cmds = [["ssh", "-F", str(cfg), node, *job] for node in names[:n]] if cl else [job] * n
+            wall, _, lag = by_hand(cmds, [d / f"out{i}" for i in range(n)])
+            hands.append(wall)
+            hand_lags.append(lag)
+        med = functools.partial(median_of, runs_)
+        own = lines / args.rate
+        how = "ssh NODE WORKLOAD > out (the job by hand)" if cl else "WORKLOAD > out (the job by hand)"
+        what = f"lines ({args.training:.0%} training output)" if args.training else "NCCL lines"
+        print(f"{n} node(s) x {lines:,} {what} at {args.rate:,.0f} lines/s a node ({own:.2f} s of output), "
+              f"{'over ssh (namespace cluster)' if cl else 'local'}, median of {reps}:")
+        print(f"  ddptui --headless{' --json' if args.json else ''}   first line -> last on disk {med('disk'):6.2f} s"
+              f"   a node's last line written -> on disk {med('lag') * 1e3:5.0f} ms (the slowest node's)")
+        print(f"  {n} x {how}{' ' * max(1, 44 - len(how))}{statistics.median(hands):6.2f} s"
+              f"   its last line written -> on disk {statistics.median(hand_lags) * 1e3:5.0f} ms")
+        print(f"  the diagnosis' last busy 0.1 s after the last line on disk {med('behind'):5.2f} s (its lag)"
+              f"   CPU: the ddptui process {med('cpu_stream'):.2f} s, its diagnosis process {med('diag_cpu'):.2f} s")
+        seen[n] = (med("disk"), med("lag"))
+    if len(seen) > 1:
+        lo, hi = min(seen), max(seen)
+        print(f"{hi} nodes vs {lo}: first line -> last on disk {seen[hi][0] / seen[lo][0]:.2f}x; "
+              f"a node's last line -> on disk {seen[hi][1] * 1e3:.0f} ms vs {seen[lo][1] * 1e3:.0f} ms")
 
 
 if __name__ == "__main__":

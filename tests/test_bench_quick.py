@@ -41,6 +41,30 @@ def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
     out = quick("bench.stream", "--json", "--nodes", "1", "--training", "0.5")
     assert "ddptui --headless --json" in out and "ratio" in out, out
     assert "(50% training output)" in out, out  # a running job's stream, not only NCCL chatter
+    out = quick("bench.stream", "--rate", "40000", "--nodes", "1,2")  # paced: how far behind its nodes
+    assert "at 40,000 lines/s a node" in out and "job by hand" in out, out
+    assert re.search(r"ddptui --headless .*a node's last line written -> on disk +\d+ ms", out), out
+    assert re.search(r"2 nodes vs 1: first line -> last on disk \d+\.\d\dx", out), out
+
+
+def test_the_paced_workload_keeps_its_schedule_and_writes_the_floods_lines() -> None:
+    """bench.stream --rate times how far behind its nodes ddptui is: only worth it if the workload
+    writes at the rate asked (not faster: a flood) and the same lines as the flood, flushed."""
+    flood = ROOT / "bench" / "nccl_flood.py"
+    log = ROOT / "tests" / "data" / "corpus" / "nccl" / "90-healthy-socket-aws-64ranks.log"
+
+    def run(*rate: str) -> list[str]:
+        return subprocess.run([sys.executable, str(flood), "3000", "0", str(log), *rate], capture_output=True, text=True,
+                      check=True).stdout.splitlines()
+
+    fast, paced = run(), run("10000")
+    assert fast[1:-1] == paced[1:-1] and len(paced) == 3002, paced[:3]
+    start = float(paced[0].split()[2])
+    done = re.fullmatch(r"nccl_flood done lines 3000 at (\d+\.\d+)", paced[-1])
+    assert done, paced[-1]
+    assert float(done.group(1)) - start >= 0.28  # 3,000 lines at 10,000 a second: its last write 0.29 s in
+    bad = subprocess.run([sys.executable, str(flood), "10", "0", str(log), "-5"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "RATE must be" in bad.stderr, bad.stderr
 
 
 def test_startup_quick_prints_help_import_and_first_frame() -> None:
