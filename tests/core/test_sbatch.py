@@ -198,6 +198,13 @@ def test_check_finds_nothing_in_our_own_scripts(name: str) -> None:
      [(2, "srun-no-kill-on-bad-exit"), (2, "unlabeled-output")]),
     # srun that does not run torchrun (a probe) needs neither -K nor --label
     ("srun hostname\n", []),
+    # a fixed node rank on a 2-node step, however torchrun's argparse reads it: every node is rank 0
+    ("#SBATCH -N2 --gpus-per-node=4\nsrun -K1 -l torchrun --nnodes=2 --node_rank 0 t.py\n", [(2, "literal-node-rank")]),
+    ("#SBATCH -N2 --gpus-per-node=4\nsrun -K1 -l torchrun --nnodes 2 --node-rank=1 t.py\n", [(2, "literal-node-rank")]),
+    # the last one given is the one taken, and c10d assigns the ranks itself (the fixed one is ignored)
+    ("#SBATCH -N2 --gpus-per-node=4\nsrun -K1 -l torchrun --nnodes=2 --node_rank=0 --node_rank=$SLURM_NODEID t.py\n",
+     [(2, "task-var-in-batch-shell")]),
+    ("#SBATCH -N2 --gpus-per-node=4\nsrun -K1 -l torchrun --nnodes=2 --rdzv-backend=c10d --node_rank=0 t.py\n", []),
 ])
 def test_check_reads_the_script_as_bash_does(text: str, expected: list) -> None:
     assert [(m.line, m.id) for m in check_script(text)] == expected

@@ -203,15 +203,22 @@ def _env_mistakes(add, cmds: list[Command]) -> None:
                     needle="MASTER_ADDR", cause="bad-master-addr")
 
 
-def _flag(words: list[str], name: str) -> str | None:
-    """The value of torchrun's option `name` (--nnodes=2, --nnodes 2; _ and - alike), the last one
-    given as argparse takes it; None when it is not given."""
+def _option(words: list[str], name: str) -> tuple[str, str, str] | None:
+    """torchrun's option `name` (--nnodes=2, --nnodes 2; _ and - alike): its name and its value, and
+    the two as written, the last one given as argparse takes it; None when it is not given."""
     found = None
     for i, w in enumerate(words):
         key, eq, val = w.partition("=")
         if key.replace("_", "-") == name.replace("_", "-"):
-            found = val if eq else (words[i + 1] if i + 1 < len(words) else "")
+            val = val if eq else (words[i + 1] if i + 1 < len(words) else "")
+            found = key, val, w if eq else f"{w} {val}"
     return found
+
+
+def _flag(words: list[str], name: str) -> str | None:
+    """The value of torchrun's option `name` (see `_option`)."""
+    found = _option(words, name)
+    return None if found is None else found[1]
 
 
 def _gpus_per_node(opts: list[tuple[str, str | None]]) -> int | None:
@@ -254,13 +261,13 @@ def _launch_mistakes(add, torch_cmds: list[Command], program: dict, job_nodes: i
             continue
         if not step or step < 2:
             continue
-        for w in words:
-            name, _, val = w.partition("=")
-            if name in ("--node_rank", "--node-rank", "--machine_rank") and val.isdigit():
-                add("literal-node-rank", c.line, f"{w} on a {step}-node step: every node of it gets node rank "
-                    f"{val}, and the job waits for the ranks no node has", "one step for all nodes, the rank "
+        static = (_flag(words, "--rdzv_backend") or "static") == "static"  # c10d, etcd: they assign the ranks
+        for o in (_option(words, n) for n in ("--node_rank", "--machine_rank")):  # torchrun's; accelerate's
+            if static and o is not None and o[1].isdigit():
+                add("literal-node-rank", c.line, f"{o[2]} on a {step}-node step: every node of it gets node "
+                    f"rank {o[1]}, and the job waits for the ranks no node has", "one step for all nodes, the rank "
                     "from each node's own $SLURM_NODEID (escaped, or in single quotes: srun ... bash -c 'torchrun "
-                    "--node-rank=$SLURM_NODEID ...'), or c10d rendezvous, which needs no rank", needle=name,
+                    "--node-rank=$SLURM_NODEID ...'), or c10d rendezvous, which needs no rank", needle=o[0],
                     cause="duplicate-rank")
         # an argument list held in a variable ("${ARGS[@]}"; not an option's value) may hold --nnodes
         if any(OPAQUE.match(w) and not (i and words[i - 1].startswith("-") and "=" not in words[i - 1])
