@@ -296,6 +296,51 @@ async def test_a_flood_draws_one_pane_a_frame(tmp_path: Path, runs_dir: Path, mo
         assert all(list(p.log.lines) == list(p.buffer) and len(p.buffer) == n for p in panes.values())
 
 
+async def test_lines_that_keep_coming_are_drawn_a_few_times_a_second_and_a_lone_one_at_once(
+        tmp_path: Path, runs_dir: Path, monkeypatch) -> None:
+    """A running job's output (a line every 10 ms here, as prints and progress bars come): drawing
+    the panes at every frame that had a line kept the TUI at 77% of a core for 4 nodes x 100 lines a
+    second. The frames take what came at most LINES_FPS times a second (every line still reaches its
+    pane, in order), and a line after a quiet spell is taken by the next frame."""
+    import time
+
+    from ddptui.ui.screens.frames import LINES_FPS
+
+    drains: list[float] = []
+    real = PlaybookScreen._drain
+
+    def drain(self, frame: bool = False) -> bool:
+        drains.append(time.monotonic())
+        return real(self, frame)
+
+    monkeypatch.setattr(PlaybookScreen, "_drain", drain)
+    app = app_on(tmp_path, runs_dir)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.pause(0.2)
+        alpha = screen.pane_grid.pane("alpha")
+        drains.clear()
+        t0 = time.monotonic()
+        for i in range(100):
+            screen.bridge.push(NodeOutput("alpha", (f"[default0]:step {i} loss=0.{i:03d}",), i + 1))
+            await pilot.pause(0.01)
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if alpha.total_lines == 100:
+                break
+        elapsed = time.monotonic() - t0
+        assert list(alpha.log.lines) == [f"[default0]:step {i} loss=0.{i:03d}" for i in range(100)]
+        assert len(drains) <= elapsed * LINES_FPS + 2, (len(drains), elapsed)  # not one a frame (30 a second)
+        await pilot.pause(0.5)  # quiet
+        drains.clear()
+        screen.bridge.push(NodeOutput("alpha", ("[default0]:done",), 101))
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if alpha.total_lines == 101:
+                break
+        assert alpha.log.lines[-1] == "[default0]:done" and len(drains) == 1
+
+
 async def test_a_flood_under_a_filter_draws_each_kept_line_once(tmp_path: Path, runs_dir: Path) -> None:
     """A pane that waits for its turn draws only the lines that came since it last drew: with a filter
     that keeps few lines of a flood (warnings+errors in NCCL INFO chatter) the same lines are not

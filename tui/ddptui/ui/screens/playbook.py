@@ -83,7 +83,7 @@ class PlaybookScreen(TabActions, Frames, AllocationView, FixActions, StepThrough
         self.run_id: str | None = None  # the run (directory) the panes show
         self.run_line = Text("")  # the status line's rest state: where the run is on disk
         self._held: Drained | None = None  # what came after a Slurm allocation, until its panes are mounted
-        self._next_drain = 0.0  # under a flood, when the next frame drains (monotonic)
+        self._next_drain = 0.0  # when the next frame may drain, while lines keep coming (monotonic)
 
     def compose(self) -> ComposeResult:
         yield Header()
