@@ -9,7 +9,12 @@ Baselines, run beside it: the same key on the same app once the flood is over an
 process has read it too (idle); a minimal
 Textual app's peak RSS; `ddptui run --headless` of the same playbook (first line -> last on disk).
 
-    .venv/bin/python -m bench.tui_flood [--quick] [--runs 4x1000000,8x200000] [--reps R] [--size 160x45]
+`--rate LPS`: no flood but a running job's output, each node's workload paced at LPS lines a second,
+written every 10 ms (prints, progress bars); what the TUI process costs meanwhile, its CPU a second of
+the stream, against `ddptui run --headless` of the same run (what reading, logging and printing the
+lines cost without a screen).
+
+    .venv/bin/python -m bench.tui_flood [--quick] [--runs 4x1000000,8x200000] [--reps R] [--size 160x45] [--rate LPS]
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ import time
 from pathlib import Path
 
 from bench.startup import MINIMAL
-from bench.stream import cpu_seconds, ddptui_stream, diagnosis_pids, end_of, free_port, playbook, settle, start_of
+from bench.stream import (cpu_at, cpu_seconds, ddptui_stream, diagnosis_pids, end_of, free_port, playbook, settle,
+                          start_of)
 
 FILTERS = ["no launcher INFO", "NCCL", "warnings+errors", "rank 0", "all"]  # v's cycle, from "all" (1 proc/node)
 
@@ -181,6 +187,44 @@ def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys:
         shutil.rmtree(runs, ignore_errors=True)  # its logs, read (bench.stream.settle says why)
 
 
+def tui_paced(d: Path, nodes: int, lines: int, size: tuple[int, int], rate: float) -> float:
+    """The TUI on a paced run: its CPU seconds a second of the stream, from a second after the first
+    line to half a second before the last on disk (the screen's start-up and the run's end left out)."""
+    runs = d / f"tui-runs-{time.time_ns()}"
+    pb = playbook(d, nodes, lines, free_port(), rate=rate)
+    env = {"DDPTUI_CONFIG_DIR": str(d / "cfg"), "DDPTUI_DATA_DIR": str(d / "data")}
+    settle()
+    t = Term([sys.executable, "-m", "ddptui", "run", str(pb), "--runs-dir", str(runs)], *size, env)
+    try:
+        deadline = time.time() + 180 + lines / rate
+        samples: list[tuple[float, float]] = []
+        logs: list[Path] = []
+        while len(logs) < nodes or not all(b"nccl_flood done" in _tail(p) for p in logs):
+            if time.time() > deadline:
+                raise RuntimeError(f"the paced run did not end in time: {bytes(t.buf[-800:])!r}")
+            t.idle(0.1)
+            samples.append((time.time(), cpu_seconds(t.pid) or 0.0))
+            logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
+        a, b = min(start_of(p) for p in logs) + 1.0, max(end_of(p) for p in logs) - 0.5
+        return (cpu_at(samples, b) - cpu_at(samples, a)) / (b - a)
+    finally:
+        t.close()
+        shutil.rmtree(runs, ignore_errors=True)
+
+
+def paced(d: Path, runs: list[tuple[int, int]], reps: int, size: tuple[int, int], rate: float) -> None:
+    for nodes, lines in runs:
+        tui, head = [], []
+        for _ in range(reps):  # interleaved: the TUI, then --headless
+            tui.append(tui_paced(d, nodes, lines, size, rate))
+            r = ddptui_stream(d, nodes, lines, free_port(), rate=rate)
+            head.append(r.cpu_stream / r.disk)
+        t, h = statistics.median(tui), statistics.median(head)
+        print(f"TUI while lines keep coming: {nodes} node(s) x {rate:,.0f} lines/s each (a write every 10 ms, "
+              f"{lines / rate:.0f} s), {size[0]}x{size[1]} pty, median of {reps}:")
+        print(f"  the TUI process {t * 100:5.1f}% of a core   ddptui --headless {h * 100:5.1f}%   ratio {t / h:.1f}x")
+
+
 def minimal_rss(d: Path, size: tuple[int, int]) -> float:
     src = d / "minimal.py"
     src.write_text(MINIMAL)
@@ -208,13 +252,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", default=None, help="NODESxLINES, comma-separated (default 4x1000000,8x200000)")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--size", default="160x45", help="the terminal, COLSxROWS")
+    ap.add_argument("--rate", type=float, default=0.0,
+                    help="lines a second a node, written every 10 ms: a running job's output, not a flood; the TUI's CPU "
+                         "(default runs: 4 nodes x 20 s)")
     args = ap.parse_args(argv)
+    if args.rate < 0:
+        ap.error(f"--rate: lines a second, more than 0, not {args.rate:g}")
     runs = [tuple(int(x) for x in r.split("x")) for r in (args.runs or ("2x20000" if args.quick else
                                                                           "4x1000000,8x200000")).split(",")]
     reps = args.reps or (1 if args.quick else 3)
     size = tuple(int(x) for x in args.size.split("x"))
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
+        if args.rate:
+            seconds = 3 if args.quick else 20
+            paced(d, [(n, round(args.rate * seconds)) for n, _ in (runs if args.runs else [(2 if args.quick else 4, 0)])],
+                  reps, size, args.rate)
+            return 0
         for nodes, lines in runs:
             res, heads, mins = [], [], []
             for _ in range(reps):  # interleaved: the TUI, then its baselines, each repetition

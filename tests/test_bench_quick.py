@@ -82,3 +82,6 @@ def test_tui_flood_quick_prints_keys_rss_and_disk_with_their_baselines() -> None
     assert "key -> screen, flood" in out and "idle app" in out, out
     assert "TUI peak RSS" in out and "minimal Textual app" in out and "ddptui --headless" in out, out
     assert re.search(r"its diagnosis process +[1-9]\d* MB", out), out  # the TUI's diagnosis ran, and was measured
+    out = quick("bench.tui_flood", "--rate", "100")  # a running job's output: what the TUI costs meanwhile
+    assert "TUI while lines keep coming: 2 node(s) x 100 lines/s" in out, out
+    assert re.search(r"the TUI process +\d+\.\d% of a core +ddptui --headless +\d+\.\d%", out), out
