@@ -77,7 +77,7 @@ class EngineProcess:
                 return
             self._ends[node] = end
             if self._sender_waits:
-                self._cond.notify()
+                self._cond.notify_all()  # not notify(): a sync's caller waits on it too, and could take the one wake
 
     def text(self, node: str, line: int, text: str) -> None:
         """`node`'s lines from number `line`, joined by "\n": lines its log could not hold."""
@@ -146,7 +146,7 @@ class EngineProcess:
         self._ops.append(word)
         if self._proc is None:
             self._start()
-        self._cond.notify()
+        self._cond.notify_all()  # the sender, wherever it waits (see grew)
 
     def _start(self) -> None:
         """(Under the condition.) A child; after one died, told again all this launch said."""
