@@ -94,10 +94,10 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
     held = {n: v for c in cmds if not c.words for n, _, v in (a.partition("=") for a in c.assigns)}  # CMD="..."
     for c in cmds:  # `srun $SRUN_ARGS ...`: its options are read from what the script set
         c.words = c.words[:1] + expand(c.words[1:], held)
-    program = {id(c): program_words(read_options(c.words[1:])[1], held) if c.words[:1] == ["srun"] else c.words
-               for c in cmds}
-    torch_cmds = [c for c in cmds if c.words[:1] not in (["echo"], ["printf"]) and _runs_torchrun(program[id(c)])]
     sruns = [c for c in cmds if c.words[:1] == ["srun"]]
+    parsed = {id(c): read_options(c.words[1:]) for c in sruns}  # an srun's (options, the command it runs), read once
+    program = {id(c): program_words(parsed[id(c)][1], held) if id(c) in parsed else c.words for c in cmds}
+    torch_cmds = [c for c in cmds if c.words[:1] not in (["echo"], ["printf"]) and _runs_torchrun(program[id(c)])]
     torch_sruns = [c for c in sruns if c in torch_cmds]
 
     for ln, opt, val in directives:
@@ -113,7 +113,7 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
                 needle=opt, cause="duplicate-gpu")
         if opt == "--export" and (val or "").upper().startswith("ALL,"):
             _export_all(add, ln, val or "")
-    all_opts = [(o, v) for _, o, v in directives] + [o for c in sruns for o in read_options(c.words[1:])[0]]
+    all_opts = [(o, v) for _, o, v in directives] + [o for c in sruns for o in parsed[id(c)][0]]
     if torch_cmds and not any(o in _GPU_OPTS and (o != "--gres" or "gpu" in (v or "")) for o, v in all_opts):
         at = next((ln for ln, o, _ in directives if o in ("-N", "--nodes")), torch_cmds[0].line)
         add("no-gpu-request", at, "the script runs torchrun but asks Slurm for no GPUs (no --gpus-per-node, "
@@ -139,7 +139,7 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
                     "\"$SLURM_JOB_NODELIST\" | head -n 1), then --master-addr=\"$master\"", needle=name,
                     cause="bad-master-addr")
     loop = [c for c in torch_sruns if c.in_loop and c.background
-            and any(o in ("-w", "--nodelist") for o, _ in read_options(c.words[1:])[0])]
+            and any(o in ("-w", "--nodelist") for o, _ in parsed[id(c)][0])]
     if loop:
         where = ", ".join(str(c.line.start) for c in loop)
         add("srun-per-node-loop", loop[0].line, f"a loop of backgrounded `srun -w $NODE ... &` (line {where}): "
@@ -151,9 +151,9 @@ def check_script(text: str, path: str = "<script>") -> list[Mistake]:
     job_nodes = _nodes([(o, v) for _, o, v in directives])
     if job_nodes is None and any(o in ("-n", "--ntasks") and v == "1" for _, o, v in directives):
         job_nodes = 1  # one task: one node
-    _launch_mistakes(add, torch_cmds, program, job_nodes, [a for c in cmds for a in c.assigns], _gpus_per_node(all_opts))
+    _launch_mistakes(add, torch_cmds, program, parsed, job_nodes, [a for c in cmds for a in c.assigns], _gpus_per_node(all_opts))
     for c in torch_sruns:
-        opts = dict(read_options(c.words[1:])[0])
+        opts = dict(parsed[id(c)][0])
         words = program[id(c)]
         if job_nodes == 1 or "--standalone" in words or _flag(words, "--nnodes") == "1":
             continue  # one node: no other node to stop, no node's lines to tell apart
@@ -237,8 +237,8 @@ def _nodes(opts: list[tuple[str, str | None]]) -> int | None:
     return counts[-1] if counts else None
 
 
-def _launch_mistakes(add, torch_cmds: list[Command], program: dict, job_nodes: int | None, assigns: list[str],
-                     gpus: int | None) -> None:
+def _launch_mistakes(add, torch_cmds: list[Command], program: dict, parsed: dict, job_nodes: int | None,
+                     assigns: list[str], gpus: int | None) -> None:
     """torchrun across the job's nodes: started on every node (by srun), told how many there are, with
     no more workers per node than the GPUs asked for."""
     for c in torch_cmds:
@@ -249,7 +249,7 @@ def _launch_mistakes(add, torch_cmds: list[Command], program: dict, job_nodes: i
                 f"each: workers {gpus} to {int(nproc) - 1} find no GPU of their own", f"--nproc_per_node={gpus}, "
                 f"or ask for {nproc} GPUs per node (#SBATCH --gpus-per-node={nproc})", needle="nproc",
                 cause="gpu-count-short")
-        step = (_nodes(read_options(c.words[1:])[0]) if c.words[:1] == ["srun"] else None) or job_nodes
+        step = (_nodes(parsed[id(c)][0]) if id(c) in parsed else None) or job_nodes
         direct = bool(words) and (bool(_TORCHRUN.search(words[0])) or (
             words[0].rsplit("/", 1)[-1].startswith("python") and words[1:3] in (["-m", "torch.distributed.run"],
                                                                                 ["-m", "torch.distributed.launch"])))
