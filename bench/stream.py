@@ -102,10 +102,21 @@ def end_of(log: Path) -> float:
     raise RuntimeError(f"{log}: line {line} is in no batch of its index")
 
 
+def tail_of(p: Path, n: int = 8192) -> bytes:
+    """The last `n` bytes of a file."""
+    with open(p, "rb") as f:
+        f.seek(max(0, p.stat().st_size - n))
+        return f.read()
+
+
 def written_at(out: Path) -> float:
-    """When the workload wrote its last line (before its `done` line), by its own clock."""
-    data = out.read_bytes()
-    at = data.rfind(b"\nnccl_flood done lines ")
+    """When the workload wrote its last line (before its `done` line), by its own clock. The done line
+    is near the end (only torchrun's goodbyes follow it): read from there, not the whole 80 MB."""
+    data = tail_of(out, 1 << 16)
+    at = data.rfind(b"nccl_flood done lines ")
+    if at < 0:
+        data = out.read_bytes()
+        at = data.rfind(b"nccl_flood done lines ")
     if at < 0:
         raise RuntimeError(f"{out}: no done line")
     return float(data[at:].split(b" at ")[1].split()[0])
@@ -201,9 +212,10 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
         logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
         if p.returncode == 0 and len(logs) == nodes:
             printed.unlink()
-            first, last = min(start_of(p) for p in logs), max(end_of(p) for p in logs)
+            ends = {p: end_of(p) for p in logs}  # each reads its log whole: once
+            first, last = min(start_of(p) for p in logs), max(ends.values())
             verdict = verdict_time(logs[0].parent) - last
-            lag = max(0.0, *(end_of(p) - written_at(p) for p in logs))
+            lag = max(0.0, *(ends[p] - written_at(p) for p in logs))
             shutil.rmtree(runs)  # read: gone, as each baseline's output is overwritten by the next
             return Streamed(last - first, verdict, wall, cpu, cpu_at(samples, last) - cpu_at(samples, first),
                             sum(diag.values()), max(0.0, busy - last), lag)

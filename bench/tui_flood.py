@@ -33,11 +33,13 @@ import sys
 import tempfile
 import termios
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.startup import MINIMAL
 from bench.stream import (cpu_at, cpu_seconds, ddptui_stream, diagnosis_pids, end_of, free_port, playbook, settle,
-                          start_of)
+                          start_of, tail_of)
 
 FILTERS = ["no launcher INFO", "NCCL", "warnings+errors", "rank 0", "all"]  # v's cycle, from "all" (1 proc/node)
 
@@ -120,12 +122,6 @@ class Term:
         os.close(self.fd)
 
 
-def _tail(p: Path, n: int = 8192) -> bytes:
-    with open(p, "rb") as f:
-        f.seek(max(0, p.stat().st_size - n))
-        return f.read()
-
-
 def press_until(t: Term, done, timeout: float = 10.0, at_least: int = 0) -> list[float]:
     """Press `v` until `done()` (and at least `at_least` times); ms from each key to its filter on screen."""
     got: list[float] = []
@@ -145,16 +141,27 @@ def press_until(t: Term, done, timeout: float = 10.0, at_least: int = 0) -> list
     return got
 
 
-def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys: int) -> dict:
+@contextmanager
+def tui_run(d: Path, nodes: int, lines: int, size: tuple[int, int], rate: float = 0.0) -> Iterator[tuple[Term, Path]]:
+    """`ddptui run` of the bench's playbook in a pty, and the folder its run goes to; closed after,
+    and its logs deleted (bench.stream.settle says why)."""
     runs = d / f"tui-runs-{time.time_ns()}"
-    pb = playbook(d, nodes, lines, free_port())
+    pb = playbook(d, nodes, lines, free_port(), rate=rate)
     env = {"DDPTUI_CONFIG_DIR": str(d / "cfg"), "DDPTUI_DATA_DIR": str(d / "data")}
     settle()
     t = Term([sys.executable, "-m", "ddptui", "run", str(pb), "--runs-dir", str(runs)], *size, env)
     try:
+        yield t, runs
+    finally:
+        t.close()
+        shutil.rmtree(runs, ignore_errors=True)
+
+
+def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys: int) -> dict:
+    with tui_run(d, nodes, lines, size) as (t, runs):
         deadline = time.time() + 180
         logs: list[Path] = []
-        while len(logs) < nodes or not all(b"nccl_flood start" in _tail(p, 1 << 16) or p.stat().st_size > 1 << 16
+        while len(logs) < nodes or not all(b"nccl_flood start" in tail_of(p, 1 << 16) or p.stat().st_size > 1 << 16
                                            for p in logs):  # the flood is on every node
             if time.time() > deadline:
                 raise RuntimeError(f"no flood within 180 s: {bytes(t.buf[-800:])!r}")
@@ -163,7 +170,7 @@ def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys:
         rss_start = t.hwm_mb()
 
         def flood_over() -> bool:
-            return all(b"nccl_flood done" in _tail(p) for p in logs)
+            return all(b"nccl_flood done" in tail_of(p) for p in logs)
 
         flood = press_until(t, flood_over)
         # then wait for the logs to stop growing (torchrun's exit lines), and for the diagnosis process
@@ -182,24 +189,16 @@ def tui_flood(d: Path, nodes: int, lines: int, size: tuple[int, int], idle_keys:
         idle = press_until(t, lambda: True, at_least=idle_keys)
         return {"flood": flood, "idle": idle, "rss": t.hwm_mb(), "rss_start": rss_start, "disk": disk,
                 "rss_diagnosis": t.diagnosis_hwm_mb(), "diagnosis_lag": max(0.0, busy - 0.1 - last_line)}
-    finally:
-        t.close()
-        shutil.rmtree(runs, ignore_errors=True)  # its logs, read (bench.stream.settle says why)
 
 
 def tui_paced(d: Path, nodes: int, lines: int, size: tuple[int, int], rate: float) -> float:
     """The TUI on a paced run: its CPU seconds a second of the stream, from a second after the first
     line to half a second before the last on disk (the screen's start-up and the run's end left out)."""
-    runs = d / f"tui-runs-{time.time_ns()}"
-    pb = playbook(d, nodes, lines, free_port(), rate=rate)
-    env = {"DDPTUI_CONFIG_DIR": str(d / "cfg"), "DDPTUI_DATA_DIR": str(d / "data")}
-    settle()
-    t = Term([sys.executable, "-m", "ddptui", "run", str(pb), "--runs-dir", str(runs)], *size, env)
-    try:
+    with tui_run(d, nodes, lines, size, rate) as (t, runs):
         deadline = time.time() + 180 + lines / rate
         samples: list[tuple[float, float]] = []
         logs: list[Path] = []
-        while len(logs) < nodes or not all(b"nccl_flood done" in _tail(p) for p in logs):
+        while len(logs) < nodes or not all(b"nccl_flood done" in tail_of(p) for p in logs):
             if time.time() > deadline:
                 raise RuntimeError(f"the paced run did not end in time: {bytes(t.buf[-800:])!r}")
             t.idle(0.1)
@@ -207,9 +206,6 @@ def tui_paced(d: Path, nodes: int, lines: int, size: tuple[int, int], rate: floa
             logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
         a, b = min(start_of(p) for p in logs) + 1.0, max(end_of(p) for p in logs) - 0.5
         return (cpu_at(samples, b) - cpu_at(samples, a)) / (b - a)
-    finally:
-        t.close()
-        shutil.rmtree(runs, ignore_errors=True)
 
 
 def paced(d: Path, runs: list[tuple[int, int]], reps: int, size: tuple[int, int], rate: float) -> None:
