@@ -165,6 +165,7 @@ class Streamed(NamedTuple):
     cpu: float  # the ddptui process, launch -> exit
     cpu_stream: float  # the ddptui process from the first line to the last on disk
     diag_cpu: float  # its diagnosis process
+    diag_stream: float  # its diagnosis process from the first line to the last on disk
     behind: float  # the last line on disk -> the diagnosis' last busy 0.1 s (0: it kept up)
     lag: float  # a node's last line written by its workload -> on disk, the slowest node's
 
@@ -198,7 +199,7 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
         with open(printed, "w") as out:
             p = subprocess.Popen([sys.executable, "-m", "ddptui", "run", str(playbook(d, nodes, lines, port, names, training, log, rate)),
                                   "--headless", "--runs-dir", str(runs), *extra], stdout=out, stderr=subprocess.STDOUT)
-            cpu, diag, busy, samples = 0.0, {}, 0.0, [(t0, 0.0)]
+            cpu, diag, busy, samples, diag_samples = 0.0, {}, 0.0, [(t0, 0.0)], [(t0, 0.0)]
             while p.poll() is None:
                 cpu = cpu_seconds(p.pid) or cpu
                 now = time.time()
@@ -207,6 +208,7 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
                     was, diag[c] = diag.get(c, 0.0), cpu_seconds(c) or diag.get(c, 0.0)
                     if diag[c] > was + 0.02:  # working (more than its idle wake-ups) in the last 0.1 s
                         busy = now
+                diag_samples.append((now, sum(diag.values())))
                 time.sleep(0.1)
         wall = time.time() - t0
         logs = [p for p in runs.glob("*/*.log") if p.stem.startswith("n")]
@@ -218,7 +220,8 @@ def ddptui_stream(d: Path, nodes: int, lines: int, port: int, names: list[str] |
             lag = max(0.0, *(ends[p] - written_at(p) for p in logs))
             shutil.rmtree(runs)  # read: gone, as each baseline's output is overwritten by the next
             return Streamed(last - first, verdict, wall, cpu, cpu_at(samples, last) - cpu_at(samples, first),
-                            sum(diag.values()), max(0.0, busy - last), lag)
+                            sum(diag.values()), cpu_at(diag_samples, last) - cpu_at(diag_samples, first),
+                            max(0.0, busy - last), lag)
     tail = "\n".join(x for x in printed.read_text().splitlines() if " NCCL " not in x)[-3000:]
     raise RuntimeError(f"ddptui run failed (rc {p.returncode}): {tail}")
 
@@ -397,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             what = "the ssh clients" if cl else "the cats"
             print(f"  CPU: the ddptui process, launch -> exit {med('cpu'):5.2f} s, first line -> last on disk "
                   f"{med('cpu_stream'):5.2f} s   {what} {cc:5.2f} s   ratio {med('cpu_stream') / max(cc, 1e-3):.1f}x"
-                  f"   (the diagnosis process: {med('diag_cpu'):.2f} s)")
+                  f"   (the diagnosis process: {med('diag_cpu'):.2f} s, {med('diag_stream'):.2f} s of it first line -> "
+                  f"last on disk)")
             if floor_cpus:
                 fc = statistics.median(floor_cpus)
                 print(f"  CPU: paramiko alone reading the same cat {fc:5.2f} s   ddptui's, first line -> last on disk, "

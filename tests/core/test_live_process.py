@@ -193,6 +193,29 @@ def test_the_childs_findings_are_the_engines_and_a_relaunch_starts_afresh(live) 
     assert f.evidence[0].line == 3  # the line's number in the log, which went on across the relaunch
 
 
+def _thread_nices(pid: int) -> list[int]:
+    """Each thread's nice value (Linux's is a thread's): field 19 of its stat, after the name."""
+    return [int(Path(t, "stat").read_text().rsplit(")", 1)[1].split()[16]) for t in Path(f"/proc/{pid}/task").iterdir()]
+
+
+def test_the_diagnosis_gives_the_cpu_to_the_screen_and_the_disk_first(live) -> None:
+    """On a login node short of cores, a flood's readers and the UI go first and the diagnosis lags:
+    every thread of the child runs 10 lower than ddptui, and so does its autogroup (the kernel's
+    per-session group, which gets a fair share whatever its members' nice: the child, a session of
+    its own, would otherwise take a core's share from ddptui's readers)."""
+    live, rd, _ = live
+    live.deliver(rd, lambda e: None, "node02", CHATTER[:50])
+    live.flush()  # the child's threads are all up
+    pid = live._engine._proc.pid
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    nices = _thread_nices(pid)
+    assert len(nices) >= 2 and set(nices) == {min(19, mine + 10)}
+    group = Path(f"/proc/{pid}/autogroup")
+    if group.exists():  # a kernel built with autogroup (Debian's, Ubuntu's, this CI's)
+        name, _, nice = group.read_text().split()
+        assert (name != Path("/proc/self/autogroup").read_text().split()[0], nice) == (True, "10")
+
+
 def _log_offset(pid: int, under: Path) -> int | None:
     """Where the process is in the node log it holds open under `under` (its fdinfo `pos`), or None."""
     try:
