@@ -149,8 +149,12 @@ def give_way() -> None:
     diagnosis falls behind, which it may. Called before any thread starts (Linux's nice is a
     thread's, and a new thread takes its creator's). Where the kernel groups processes by session
     (autogroup: Debian's and Ubuntu's kernels), this process, a session of its own, is a group that
-    gets a fair share of the CPU whatever its nice value: the group's is set too. Best effort."""
-    os.nice(NICE)
+    gets a fair share of the CPU whatever its nice value: the group's is set too. Best effort: a
+    sandbox that refuses either leaves the diagnosis at ddptui's priority, never without one."""
+    try:
+        os.nice(NICE)
+    except OSError:  # a seccomp policy that forbids setpriority
+        pass
     try:
         with open("/proc/self/autogroup", "w") as f:
             f.write(str(NICE))
