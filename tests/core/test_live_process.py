@@ -9,6 +9,7 @@ launch again; a parent that dies takes its child with it."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -214,6 +215,36 @@ def test_the_diagnosis_gives_the_cpu_to_the_screen_and_the_disk_first(live) -> N
     if group.exists():  # a kernel built with autogroup (Debian's, Ubuntu's, this CI's)
         name, _, nice = group.read_text().split()
         assert (name != Path("/proc/self/autogroup").read_text().split()[0], nice) == (True, "10")
+
+
+# A process of its own session (as the child is) sets its autogroup's nice, then asks give_way() for
+# 10 within the tenth of a second the kernel allows one such write in (without CAP_SYS_ADMIN)
+RATE_LIMITED = """
+import os, time
+from ddptui.core.diagnosis.child import give_way
+os.setsid()
+while True:  # the limit is the machine's: another process's write may have just taken the turn
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("5")
+        break
+    except BlockingIOError:
+        time.sleep(0.02)
+give_way()
+print(open("/proc/self/autogroup").read().split()[-1])
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not Path("/proc/self/autogroup").exists(),
+                    reason="needs root (to drop CAP_SYS_ADMIN with setpriv) and a kernel with autogroup")
+def test_the_diagnosis_waits_out_the_kernels_limit_on_autogroup_writes() -> None:
+    """Any user but root is allowed one autogroup nice a tenth of a second, machine-wide (EAGAIN
+    otherwise): two ddptui runs started together on a login node would leave one diagnosis at a
+    full share. It waits the tenth out and asks again."""
+    r = subprocess.run(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", sys.executable, "-c",
+                        RATE_LIMITED], env={**os.environ, "PYTHONPATH": str(ROOT / "tui")},
+                       capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout.strip()) == (0, "10"), r.stderr
 
 
 def _log_offset(pid: int, under: Path) -> int | None:

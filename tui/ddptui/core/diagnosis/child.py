@@ -27,6 +27,7 @@ import os
 import queue
 import sys
 import threading
+import time
 import traceback
 from typing import IO, Any
 
@@ -155,11 +156,15 @@ def give_way() -> None:
         os.nice(NICE)
     except OSError:  # a seccomp policy that forbids setpriority
         pass
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write(str(NICE))
-    except OSError:  # no autogroup in this kernel (or not Linux): the nice value alone
-        pass
+    for _ in range(3):
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write(str(NICE))
+            return
+        except BlockingIOError:  # EAGAIN: without CAP_SYS_ADMIN, one such write a tenth of a second
+            time.sleep(0.11)  # per machine (the kernel's proc_sched_autogroup_set_nice): wait one out
+        except OSError:  # no autogroup in this kernel (or not Linux): the nice value alone
+            return
 
 
 def main() -> int:
