@@ -41,6 +41,8 @@ def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
     out = quick("bench.stream", "--json", "--nodes", "1", "--training", "0.5")
     assert "ddptui --headless --json" in out and "ratio" in out, out
     assert "(50% training output)" in out, out  # a running job's stream, not only NCCL chatter
+    # the diagnosis' share of the CPU while the lines stream (what its giving way changes)
+    assert re.search(r"the diagnosis process: \d+\.\d\d s, \d+\.\d\d s of it first line -> last on disk", out), out
     out = quick("bench.stream", "--rate", "40000", "--nodes", "1,2")  # paced: how far behind its nodes
     assert "at 40,000 lines/s a node" in out and "job by hand" in out, out
     assert re.search(r"ddptui --headless .*a node's last line written -> on disk +\d+ ms", out), out

@@ -204,10 +204,7 @@ def test_the_diagnosis_gives_the_cpu_to_the_screen_and_the_disk_first(live) -> N
     every thread of the child runs 10 lower than ddptui, and so does its autogroup (the kernel's
     per-session group, which gets a fair share whatever its members' nice: the child, a session of
     its own, would otherwise take a core's share from ddptui's readers)."""
-    live, rd, _ = live
-    live.deliver(rd, lambda e: None, "node02", CHATTER[:50])
-    live.flush()  # the child's threads are all up
-    pid = live._engine._proc.pid
+    pid = child_pid(live[0])  # up and answered: its threads are all started
     mine = os.getpriority(os.PRIO_PROCESS, 0)
     nices = _thread_nices(pid)
     assert len(nices) >= 2 and set(nices) == {min(19, mine + 10)}
