@@ -195,3 +195,27 @@ def test_the_fabric_verdict_fails_an_nccl_job_and_warns_a_gloo_one():
     assert f.evidence[0].text == "State Completed, Status Insufficient Resources"
     status, _, (f,) = judge.fabric("hgx2", failed, "gloo")
     assert (status, f.severity) == ("warn", "warning")
+
+
+IP = DATA / "recorded" / "ip"
+
+
+def test_ip_addr_text_reads_as_the_json_of_the_same_links() -> None:
+    """An iproute2 older than 4.14 (CentOS 7's) has no `ip -j`: the probe falls back to `ip addr`,
+    and its text gives the same interfaces, state and kind (recorded one after the other)."""
+    text, js = F.parse_ip_addr((IP / "host-addr.txt").read_text()), F.parse_ip_addr((IP / "host-addr.json").read_text())
+    assert text == js and len(js) >= 5
+    by = {i.name: i for i in text}
+    assert by["lo"] == F.Interface("lo", ("127.0.0.1/8", "::1/128"), True, "loopback")
+    assert by["eth0"].ipv4() == ["192.0.2.2"] and by["eth0"].up and not by["ifb0"].up
+    assert "ddpt-node02" in by  # a veth end, "ddpt-node02@if2" in the text
+
+
+def test_ip_route_get_text_reads_as_its_json() -> None:
+    blocks = (IP / "route-get.txt").read_text().split("$ ")[1:]
+    outputs = {b.split("\n", 1)[0]: b.split("\n", 1)[1] for b in blocks}
+    for addr in ("127.0.0.1", "8.8.8.8", "10.213.0.5"):
+        assert F.parse_route(outputs[f"ip route get {addr}"]) == F.parse_route(outputs[f"ip -j route get {addr}"])
+    assert F.parse_route(outputs["ip route get 127.0.0.1"])["type"] == "local"
+    assert F.parse_route(outputs["ip route get 8.8.8.8"]) == {
+        "interface": "eth0", "source": "192.0.2.2", "type": "unicast", "gateway": "192.0.2.1"}

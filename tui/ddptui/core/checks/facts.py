@@ -38,9 +38,11 @@ def interface_kind(name: str, link_type: str = "") -> str:
 
 
 def parse_ip_addr(text: str) -> list[Interface]:
-    """`ip -j addr` -> interfaces in the kernel's order (the order NCCL walks them in)."""
+    """`ip -j addr`, or `ip addr` where an iproute2 older than 4.14 (CentOS 7's) knows no -j ->
+    interfaces in the kernel's order (the order NCCL walks them in)."""
+    links = json.loads(text or "[]") if text.lstrip()[:1] in ("[", "") else _ip_addr_text(text)
     out = []
-    for link in json.loads(text or "[]"):
+    for link in links:
         addrs = tuple(f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", []) if "local" in a)
         flags = link.get("flags", [])
         up = "UP" in flags and link.get("operstate", "UP") in ("UP", "UNKNOWN")
@@ -48,8 +50,40 @@ def parse_ip_addr(text: str) -> list[Interface]:
     return out
 
 
+_LINK = re.compile(r"^\d+: ([^:@\s]+)(?:@\S+)?: <([^>]*)>")  # "793: ddpt-node02@if2: <BROADCAST,...,UP> mtu ..."
+
+
+def _ip_addr_text(text: str) -> list[dict]:
+    """`ip addr`'s text, read into what `ip -j addr` gives for the same links (the fields read above)."""
+    links: list[dict] = []
+    for line in text.splitlines():
+        if m := _LINK.match(line):
+            state = re.search(r" state (\S+)", line)
+            links.append({"ifname": m[1], "flags": m[2].split(","), "operstate": state[1] if state else "UNKNOWN",
+                          "link_type": "", "addr_info": []})
+            continue
+        words = line.split()
+        if not links or len(words) < 2:
+            continue
+        if words[0].startswith("link/"):
+            links[-1]["link_type"] = words[0][5:]
+        elif words[0] in ("inet", "inet6"):  # "inet 10.0.0.2/24 brd ...", "inet 10.0.0.1 peer 10.0.0.2/32"
+            local, _, prefix = words[1].partition("/")
+            links[-1]["addr_info"].append({"local": local, "prefixlen": int(prefix or (32 if words[0] == "inet" else 128))})
+    return links
+
+
+_ROUTE_TYPES = ("local", "broadcast", "unreachable", "prohibit", "blackhole", "multicast", "anycast", "throw", "nat")
+
+
 def parse_route(text: str) -> dict:
-    """`ip -j route get X` -> {"interface", "source", "type"}; a local route goes through lo."""
+    """`ip -j route get X` (or `ip route get X`'s text, an old iproute2's) -> {"interface", "source",
+    "type", "gateway"}; a local route goes through lo."""
+    if text.lstrip()[:1] not in ("[", ""):  # "8.8.8.8 via 192.0.2.1 dev eth0 src 192.0.2.2 uid 0"
+        words = text.split()
+        after = dict(zip(words, words[1:]))  # each keyword's value is the word after it
+        return {"interface": after.get("dev"), "source": after.get("src"),
+                "type": words[0] if words[0] in _ROUTE_TYPES else "unicast", "gateway": after.get("via")}
     routes = json.loads(text or "[]")
     if not routes:
         return {}

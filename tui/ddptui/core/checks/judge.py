@@ -37,7 +37,9 @@ def loopback(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> list
 def interfaces(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> list[Finding]:
     """The backend's socket interface: named but absent (bad-socket-ifname: on one node too, where
     the job fails just the same), or, between nodes, not the one that routes to the master
-    (wrong-interface)."""
+    (wrong-interface). Where no interface was read (no `ip` on the node), nothing is said of them."""
+    if not nf.interfaces:
+        return []
     route_if = nf.route_to_master.get("interface")
     out = []
     for var, chosen, why_key in (("NCCL_SOCKET_IFNAME", nf.nccl_interface, "nccl-interface"),

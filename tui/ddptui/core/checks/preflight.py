@@ -120,9 +120,16 @@ class Preflight:
         except ValueError:
             nf.interfaces = []
         odd = [i.name for i in nf.interfaces if i.kind in ("docker", "virtual") and i.ipv4()]
-        self._check(CheckResult(n, "interfaces", "pass" if nf.interfaces else "fail",
-                             ", ".join(f"{i.name} {','.join(i.ipv4()) or '-'}" for i in nf.interfaces if i.up)
-                             + (f"; docker/virtual: {', '.join(odd)}" if odd else ""), *ev("addr")))
+        if _no_ip(sec.get("addr")):  # a container image without iproute2: no reason to hold the job
+            self._check(CheckResult(n, "interfaces", "warn", f"`ip` is not installed on {n} (iproute2): its interfaces, "
+                                    "and the ones NCCL and Gloo would take, are not checked", *ev("addr")))
+        elif not nf.interfaces:
+            self._check(CheckResult(n, "interfaces", "fail", "no interface read from `ip addr` (its output is below)",
+                                    *ev("addr")))
+        else:
+            self._check(CheckResult(n, "interfaces", "pass",
+                                    ", ".join(f"{i.name} {','.join(i.ipv4()) or '-'}" for i in nf.interfaces if i.up)
+                                    + (f"; docker/virtual: {', '.join(odd)}" if odd else ""), *ev("addr")))
         if "route" in sec:
             try:
                 nf.route_to_master = F.parse_route(sec["route"].output) if sec["route"].ok else {}
@@ -133,9 +140,13 @@ class Preflight:
                 r = {**r, "interface": interface_of(nf.interfaces, self.master_addr) or r.get("interface"),
                      "source": self.master_addr}
                 nf.route_to_master = r
-            self._check(CheckResult(n, "route", "pass" if r else "fail",
-                                 f"to {self.master_addr} via {r.get('interface')} from {r.get('source')}" if r
-                                 else f"no route to the master {self.master_addr}", *ev("route")))
+            if _no_ip(sec["route"]):
+                self._check(CheckResult(n, "route", "warn", f"`ip` is not installed on {n} (iproute2): its route to "
+                                        f"the master {self.master_addr} is not checked", *ev("route")))
+            else:
+                self._check(CheckResult(n, "route", "pass" if r else "fail",
+                                        f"to {self.master_addr} via {r.get('interface')} from {r.get('source')}" if r
+                                        else f"no route to the master {self.master_addr}", *ev("route")))
         nf.shell_env = F.parse_env(sec["env"].output) if "env" in sec else {}
         nf.env = {**nf.shell_env, **{k: v for k, v in t.env.items() if k.startswith(F.ENV_PREFIXES)}}
         # the env check comes in run(), once the findings say whether a variable set here is a cause
@@ -295,3 +306,8 @@ class Preflight:
             multi = len(self.targets) > 1
             self.result.findings += judge.loopback(t.name, nf, backend, multi and t.transport.kind != "local")
             self.result.findings += judge.interfaces(t.name, nf, backend, multi)
+
+
+def _no_ip(section) -> bool:
+    """The probe's `ip` was not found on the node (the shell's 127)."""
+    return section is not None and section.rc == 127

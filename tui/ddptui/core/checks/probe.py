@@ -32,7 +32,7 @@ def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_
     cmds = [
         ("hostname", "hostname"),
         ("resolve", 'getent ahostsv4 "$(hostname)"'),
-        ("addr", "ip -j addr"),
+        ("addr", "ip -j addr 2>/dev/null || ip addr"),  # -j: iproute2 4.14 on (CentOS 7 has 3.10)
         ("env", "env"),
         ("nvidia-smi", "nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version "
                        "--format=csv,noheader,nounits"),
@@ -49,7 +49,7 @@ def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_
         ("shm", "df -Pk /dev/shm"),
     ]
     if master_ip:
-        cmds.append(("route", f"ip -j route get {shlex.quote(master_ip)}"))
+        cmds.append(("route", f"ip -j route get {shlex.quote(master_ip)} 2>/dev/null || ip route get {shlex.quote(master_ip)}"))
     if is_master:
         cmds.append(("port", f"ss -Hltnp 'sport = :{int(master_port)}'"))  # -p: who holds it (ours to see)
     if is_worker and master_ip:
