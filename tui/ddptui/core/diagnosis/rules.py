@@ -69,6 +69,12 @@ RULES: tuple[Rule, ...] = (
     # AWS's OFI plugin finds no EFA device: /dev/infiniband not in the container (aws/aws-ofi-nccl#1020)
     Rule("ib-not-detected", (r"NET/OFI (?:OFI )?fi_getinfo\(\) call failed: No data available",),
          summary="the OFI net plugin finds no EFA device (fi_getinfo: No data available)"),
+    # NCCL_NET=IB (or only IB left to it) and no IB device: NCCL has no network and init fails
+    # (NCCL 2.28.9 on an H200 without IB, recorded: tests/data/recorded/gpu/44-net-ib-forced-no-ib-h200.log)
+    Rule("ib-not-detected", (r"NCCL WARN Failed to initialize any NET plugin",), requires=(r"NET/IB : No device found",),
+         severity="error", summary="NCCL found no IB device and may use no other network (NCCL_NET): init fails",
+         fix=Fix(scope="manual", explain="unset NCCL_NET (NCCL then takes TCP sockets where there is no IB), or make "
+                                         "the HCAs visible to the job (/dev/infiniband in the container; ibv_devinfo)")),
     Rule("ib-device-open-failed", (r"NET/IB : Unable to open device (\S+)", r"Call to ibv_open_device failed"),
          summary="cannot open IB device {0}"),
     Rule("bad-socket-ifname", (r"neither AF_INET\(2\) nor AF_INET6\(10\)",),
