@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -182,3 +183,30 @@ def test_the_detach_log_hides_the_runs_secrets_as_the_runs_logs_do(tmp_path):
     finally:
         os.killpg(proc.pgid, signal.SIGTERM)
     assert proc.wait(20) is not None
+
+
+def test_a_local_or_slurm_nodes_output_comes_through_a_1_mib_pipe():
+    """The guard's output pipe (a local node's, srun's under Slurm) is asked of Linux at 1 MiB, not
+    its default 64 KiB: a flood reaches the reader in reads up to 16 times larger (bench.stream:
+    a quarter less CPU and time for 1M lines a node). Found from /proc: the pipe that the guard
+    (the job's parent) writes to, and the end of it this process reads."""
+    import fcntl
+
+    t = LocalTransport("here")
+    proc, _ = _start(t, [sys.executable, "-c", TREE])
+    try:
+        guard = psutil.Process(proc.pid).ppid()
+        pipe = os.readlink(f"/proc/{guard}/fd/1")
+        assert pipe.startswith("pipe:")
+        (mine,) = [int(fd) for fd in os.listdir("/proc/self/fd") if _link(f"/proc/self/fd/{fd}") == pipe]
+        assert fcntl.fcntl(mine, fcntl.F_GETPIPE_SZ) == 1 << 20
+    finally:
+        proc.stop()
+        proc.wait(20)
+
+
+def _link(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
