@@ -1,6 +1,6 @@
 """`check` on a node whose `ip` is missing (a container image without iproute2, as the lent GPU
 machine's was: the check failed there with an empty message and the run never started) or too old
-for `ip -j` (iproute2 before 4.14: CentOS 7's 3.10). The local transport runs the same probe script
+for `ip -j` (an iproute2 without JSON output: CentOS 7's 3.10). The local transport runs the same probe script
 as SSH does, with the PATH given here."""
 
 from __future__ import annotations

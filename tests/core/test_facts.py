@@ -201,7 +201,7 @@ IP = DATA / "recorded" / "ip"
 
 
 def test_ip_addr_text_reads_as_the_json_of_the_same_links() -> None:
-    """An iproute2 older than 4.14 (CentOS 7's) has no `ip -j`: the probe falls back to `ip addr`,
+    """An old iproute2 (CentOS 7's 3.10) has no `ip -j`: the probe falls back to `ip addr`,
     and its text gives the same interfaces, state and kind (recorded one after the other)."""
     text, js = F.parse_ip_addr((IP / "host-addr.txt").read_text()), F.parse_ip_addr((IP / "host-addr.json").read_text())
     assert text == js and len(js) >= 5

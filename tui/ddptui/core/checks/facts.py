@@ -38,7 +38,7 @@ def interface_kind(name: str, link_type: str = "") -> str:
 
 
 def parse_ip_addr(text: str) -> list[Interface]:
-    """`ip -j addr`, or `ip addr` where an iproute2 older than 4.14 (CentOS 7's) knows no -j ->
+    """`ip -j addr`, or `ip addr` where an old iproute2 knows no -j (CentOS 7's 3.10) ->
     interfaces in the kernel's order (the order NCCL walks them in)."""
     links = json.loads(text or "[]") if text.lstrip()[:1] in ("[", "") else _ip_addr_text(text)
     out = []

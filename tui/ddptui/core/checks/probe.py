@@ -32,7 +32,7 @@ def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_
     cmds = [
         ("hostname", "hostname"),
         ("resolve", 'getent ahostsv4 "$(hostname)"'),
-        ("addr", "ip -j addr 2>/dev/null || ip addr"),  # -j: iproute2 4.14 on (CentOS 7 has 3.10)
+        ("addr", "ip -j addr 2>/dev/null || ip addr"),  # an old iproute2 knows no -j (CentOS 7: 3.10)
         ("env", "env"),
         ("nvidia-smi", "nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version "
                        "--format=csv,noheader,nounits"),
