@@ -40,7 +40,7 @@ def interface_kind(name: str, link_type: str = "") -> str:
 def parse_ip_addr(text: str) -> list[Interface]:
     """`ip -j addr`, or `ip addr` where an old iproute2 knows no -j (CentOS 7's 3.10) ->
     interfaces in the kernel's order (the order NCCL walks them in)."""
-    links = json.loads(text or "[]") if text.lstrip()[:1] in ("[", "") else _ip_addr_text(text)
+    links = json.loads(text or "[]") if _is_json(text) else _ip_addr_text(text)
     out = []
     for link in links:
         addrs = tuple(f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", []) if "local" in a)
@@ -48,6 +48,11 @@ def parse_ip_addr(text: str) -> list[Interface]:
         up = "UP" in flags and link.get("operstate", "UP") in ("UP", "UNKNOWN")
         out.append(Interface(link["ifname"], addrs, up, interface_kind(link["ifname"], link.get("link_type", ""))))
     return out
+
+
+def _is_json(text: str) -> bool:
+    """`ip -j`'s output (or none at all), not an old iproute2's text."""
+    return text.lstrip()[:1] in ("[", "")
 
 
 _LINK = re.compile(r"^\d+: ([^:@\s]+)(?:@\S+)?: <([^>]*)>")  # "793: ddpt-node02@if2: <BROADCAST,...,UP> mtu ..."
@@ -79,7 +84,7 @@ _ROUTE_TYPES = ("local", "broadcast", "unreachable", "prohibit", "blackhole", "m
 def parse_route(text: str) -> dict:
     """`ip -j route get X` (or `ip route get X`'s text, an old iproute2's) -> {"interface", "source",
     "type", "gateway"}; a local route goes through lo."""
-    if text.lstrip()[:1] not in ("[", ""):  # "8.8.8.8 via 192.0.2.1 dev eth0 src 192.0.2.2 uid 0"
+    if not _is_json(text):  # "8.8.8.8 via 192.0.2.1 dev eth0 src 192.0.2.2 uid 0"
         words = text.split()
         after = dict(zip(words, words[1:]))  # each keyword's value is the word after it
         return {"interface": after.get("dev"), "source": after.get("src"),

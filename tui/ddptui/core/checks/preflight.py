@@ -120,7 +120,7 @@ class Preflight:
         except ValueError:
             nf.interfaces = []
         odd = [i.name for i in nf.interfaces if i.kind in ("docker", "virtual") and i.ipv4()]
-        if _no_ip(sec.get("addr")):  # a container image without iproute2: no reason to hold the job
+        if "addr" in sec and sec["addr"].missing:  # a container image without iproute2: no reason to hold the job
             self._check(CheckResult(n, "interfaces", "warn", f"`ip` is not installed on {n} (iproute2): its interfaces, "
                                     "and the ones NCCL and Gloo would take, are not checked", *ev("addr")))
         elif not nf.interfaces:
@@ -140,7 +140,7 @@ class Preflight:
                 r = {**r, "interface": interface_of(nf.interfaces, self.master_addr) or r.get("interface"),
                      "source": self.master_addr}
                 nf.route_to_master = r
-            if _no_ip(sec["route"]):
+            if sec["route"].missing:
                 self._check(CheckResult(n, "route", "warn", f"`ip` is not installed on {n} (iproute2): its route to "
                                         f"the master {self.master_addr} is not checked", *ev("route")))
             else:
@@ -306,8 +306,3 @@ class Preflight:
             multi = len(self.targets) > 1
             self.result.findings += judge.loopback(t.name, nf, backend, multi and t.transport.kind != "local")
             self.result.findings += judge.interfaces(t.name, nf, backend, multi)
-
-
-def _no_ip(section) -> bool:
-    """The probe's `ip` was not found on the node (the shell's 127)."""
-    return section is not None and section.rc == 127

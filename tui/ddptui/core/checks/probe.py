@@ -26,13 +26,18 @@ class Section:
     def ok(self) -> bool:
         return self.rc == 0
 
+    @property
+    def missing(self) -> bool:
+        """The command is not installed on the node (the shell's 127)."""
+        return self.rc == 127
+
 
 def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_worker: bool) -> list[tuple[str, str]]:
     """(section, shell command) in the order they run on the node."""
     cmds = [
         ("hostname", "hostname"),
         ("resolve", 'getent ahostsv4 "$(hostname)"'),
-        ("addr", "ip -j addr 2>/dev/null || ip addr"),  # an old iproute2 knows no -j (CentOS 7: 3.10)
+        ("addr", _ip("addr")),
         ("env", "env"),
         ("nvidia-smi", "nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version "
                        "--format=csv,noheader,nounits"),
@@ -49,12 +54,18 @@ def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_
         ("shm", "df -Pk /dev/shm"),
     ]
     if master_ip:
-        cmds.append(("route", f"ip -j route get {shlex.quote(master_ip)} 2>/dev/null || ip route get {shlex.quote(master_ip)}"))
+        cmds.append(("route", _ip(f"route get {shlex.quote(master_ip)}")))
     if is_master:
         cmds.append(("port", f"ss -Hltnp 'sport = :{int(master_port)}'"))  # -p: who holds it (ours to see)
     if is_worker and master_ip:
         cmds.append(("ping-master", f"ping -c 1 -W 2 {shlex.quote(master_ip)}"))
     return cmds
+
+
+def _ip(args: str) -> str:
+    """`ip -j ARGS`, or its text where an old iproute2 knows no -j (CentOS 7's 3.10): the parsers
+    read both (facts.parse_ip_addr, parse_route)."""
+    return f"ip -j {args} 2>/dev/null || ip {args}"
 
 
 def probe_script(cmds: list[tuple[str, str]]) -> str:
