@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ddptui.core.diagnosis.engine import Engine
 from ddptui.core.diagnosis.live import LiveDiagnosis
+from ddptui.core.diagnosis.process import COALESCE_SECONDS
 from ddptui.core.logs.rundir import RunDir
 from ddptui.core.diagnosis.offline import diagnose_paths
 from ddptui.core.diagnosis.rules import RULES
@@ -73,7 +74,8 @@ def live_latency(reps: int = 50) -> list[float]:
                 live.deliver(rd, lambda e: None, "node02", ib)
                 live.deliver(rd, lambda e: None, "node03", sock[:cut])
                 live.flush()
-                raised.clear()
+                time.sleep(2 * COALESCE_SECONDS)  # a line after a quiet spell: one within the parent's window
+                raised.clear()                    # after its last word waits for the window's end (process.py)
                 t0 = time.perf_counter()
                 live.deliver(rd, lambda e: None, "node03", sock[cut:cut + 1])
                 if not raised.wait(10):

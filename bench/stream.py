@@ -137,8 +137,8 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def diagnosis_pids(pid: int) -> list[int]:
-    """The diagnosis processes (core/diagnosis/child.py) that ddptui process `pid` runs now."""
+def children(pid: int, module: bytes) -> list[int]:
+    """The processes `pid` started whose command line names `module`."""
     kids = []
     for task in Path(f"/proc/{pid}/task").glob("*"):  # a child is listed under the thread that started it
         try:
@@ -149,11 +149,18 @@ def diagnosis_pids(pid: int) -> list[int]:
     for c in kids:
         try:
             with open(f"/proc/{c}/cmdline", "rb") as f:
-                if b"ddptui.core.diagnosis.child" in f.read():
+                if module in f.read():
                     out.append(c)
         except OSError:
             continue
     return out
+
+
+def diagnosis_pids(pid: int) -> list[int]:
+    """The diagnosis processes that ddptui process `pid` runs now: core/diagnosis/child.py, and
+    the sieves it started (sieve.py)."""
+    top = children(pid, b"ddptui.core.diagnosis.child")
+    return top + [s for c in top for s in children(c, b"ddptui.core.diagnosis.sieve")]
 
 
 class Streamed(NamedTuple):
@@ -400,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             what = "the ssh clients" if cl else "the cats"
             print(f"  CPU: the ddptui process, launch -> exit {med('cpu'):5.2f} s, first line -> last on disk "
                   f"{med('cpu_stream'):5.2f} s   {what} {cc:5.2f} s   ratio {med('cpu_stream') / max(cc, 1e-3):.1f}x"
-                  f"   (the diagnosis process: {med('diag_cpu'):.2f} s, {med('diag_stream'):.2f} s of it first line -> "
+                  f"   (the diagnosis processes: {med('diag_cpu'):.2f} s, {med('diag_stream'):.2f} s of it first line -> "
                   f"last on disk)")
             if floor_cpus:
                 fc = statistics.median(floor_cpus)
@@ -437,7 +444,7 @@ def paced(d: Path, cl, names: list[str] | None, counts: list[int], reps: int, li
         print(f"  {n} x {how}{' ' * max(1, 44 - len(how))}{statistics.median(hands):6.2f} s"
               f"   its last line written -> on disk {statistics.median(hand_lags) * 1e3:5.0f} ms")
         print(f"  the diagnosis' last busy 0.1 s after the last line on disk {med('behind'):5.2f} s (its lag)"
-              f"   CPU: the ddptui process {med('cpu_stream'):.2f} s, its diagnosis process {med('diag_cpu'):.2f} s")
+              f"   CPU: the ddptui process {med('cpu_stream'):.2f} s, its diagnosis processes {med('diag_cpu'):.2f} s")
         seen[n] = (med("disk"), med("lag"))
     if len(seen) > 1:
         lo, hi = min(seen), max(seen)

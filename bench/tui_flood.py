@@ -94,17 +94,19 @@ class Term:
         return float("nan")
 
     def diagnosis_hwm_mb(self) -> float:
-        """The peak RSS of the TUI's diagnosis process (core/diagnosis/child.py), 0 if none runs."""
+        """The peak RSS of the TUI's diagnosis processes (core/diagnosis/child.py and its sieves),
+        each's peak, summed; 0 if none runs."""
+        total = 0.0
         for c in diagnosis_pids(self.pid):
             try:
                 status = Path(f"/proc/{c}/status").read_text()
             except OSError:
                 continue
-            return next(int(x.split()[1]) / 1024 for x in status.splitlines() if x.startswith("VmHWM:"))
-        return 0.0
+            total += next(int(x.split()[1]) / 1024 for x in status.splitlines() if x.startswith("VmHWM:"))
+        return total
 
     def diagnosis_cpu(self) -> float:
-        """CPU seconds of the TUI's diagnosis process so far (0 if none runs)."""
+        """CPU seconds of the TUI's diagnosis processes so far (0 if none runs)."""
         return sum(cpu_seconds(c) or 0.0 for c in diagnosis_pids(self.pid))
 
     def close(self) -> None:
@@ -281,11 +283,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"   ratio p99 {pct(flood, 99) / pct(idle, 99):.1f}x")
             print(f"  TUI peak RSS (VmHWM)   {rss:6.0f} MB (at the flood's start {max(r['rss_start'] for r in res):.0f} MB)"
                   f"   minimal Textual app {mrss:4.0f} MB   ratio {rss / mrss:.1f}x")
-            print(f"  its diagnosis process  {max(r['rss_diagnosis'] for r in res):6.0f} MB peak RSS (VmHWM; "
-                  f"the login node gives the sum of the two)")
+            print(f"  its diagnosis processes {max(r['rss_diagnosis'] for r in res):5.0f} MB peak RSS (VmHWM, each's, "
+                  f"summed; the login node gives this and the TUI's)")
             print(f"  first line -> last on disk, TUI {disk:6.2f} s   ddptui --headless {head:6.2f} s"
                   f"   ratio {disk / head:.2f}x")
-            print(f"  last line on disk -> its diagnosis process idle {statistics.median(r['diagnosis_lag'] for r in res):6.2f} s"
+            print(f"  last line on disk -> its diagnosis processes idle {statistics.median(r['diagnosis_lag'] for r in res):6.2f} s"
                   f" (the idle keys are timed after it)")
     return 0
 

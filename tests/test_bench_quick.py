@@ -42,7 +42,7 @@ def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
     assert "ddptui --headless --json" in out and "ratio" in out, out
     assert "(50% training output)" in out, out  # a running job's stream, not only NCCL chatter
     # the diagnosis' share of the CPU while the lines stream (what its giving way changes)
-    assert re.search(r"the diagnosis process: \d+\.\d\d s, \d+\.\d\d s of it first line -> last on disk", out), out
+    assert re.search(r"the diagnosis processes: \d+\.\d\d s, \d+\.\d\d s of it first line -> last on disk", out), out
     out = quick("bench.stream", "--rate", "40000", "--nodes", "1,2")  # paced: how far behind its nodes
     assert "at 40,000 lines/s a node" in out and "job by hand" in out, out
     assert re.search(r"ddptui --headless .*a node's last line written -> on disk +\d+ ms", out), out
@@ -83,7 +83,7 @@ def test_tui_flood_quick_prints_keys_rss_and_disk_with_their_baselines() -> None
     out = quick("bench.tui_flood")
     assert "key -> screen, flood" in out and "idle app" in out, out
     assert "TUI peak RSS" in out and "minimal Textual app" in out and "ddptui --headless" in out, out
-    assert re.search(r"its diagnosis process +[1-9]\d* MB", out), out  # the TUI's diagnosis ran, and was measured
+    assert re.search(r"its diagnosis processes +[1-9]\d* MB", out), out  # the TUI's diagnosis ran, and was measured
     out = quick("bench.tui_flood", "--rate", "100")  # a running job's output: what the TUI costs meanwhile
     assert "TUI while lines keep coming: 2 node(s) x 100 lines/s" in out, out
     assert re.search(r"the TUI process +\d+\.\d% of a core +ddptui --headless +\d+\.\d%", out), out

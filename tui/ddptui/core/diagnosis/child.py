@@ -6,9 +6,16 @@ the engine's scan runs on the other core and never competes with the readers, th
 screen for the parent's GIL; the parent sends a few bytes per batch, never the lines. Where the
 cores are too few for both, the child is the one that waits (`give_way`).
 
+With several nodes and cores, the child reads some nodes' logs itself and gives the others to
+sieves (sieve.py), processes of its own, one group of nodes each (`processes` in all, by default a
+core each up to MAX_PROCESSES): they forward the few lines that can change anything, and the one
+engine here judges every node. A word that follows lines (exited, finish, sync) waits until the
+sieves have read them.
+
 Protocol: one JSON object per line. In, on stdin (in order; it ends when stdin closes):
 
-    {"op": "reset", "expected_nnodes": N, "min_busbw_gbps": X}  a fresh engine (a new launch)
+    {"op": "reset", "expected_nnodes": N, "min_busbw_gbps": X, "processes": P}  a fresh engine (a new
+                                                    launch); P: this process and its sieves, null: by cores
     {"op": "node", "node": n, "path": p, "offset": B, "line": L}  n's lines are in p from byte B, line L on
     {"op": "grew", "ends": {n: B}}                  each log holds whole lines up to byte B now
     {"op": "text", "node": n, "line": L, "text": t}  lines that could not be written to n's log
@@ -25,10 +32,12 @@ from __future__ import annotations
 import json
 import os
 import queue
+import subprocess
 import sys
 import threading
 import time
 import traceback
+from collections import deque
 from typing import IO, Any
 
 from .engine import Engine
@@ -39,6 +48,7 @@ BLOCK = 1 << 20  # bytes of a log read at a time: a block is scanned while the n
 # ddptui's priority, 1.37-1.44 s at this one; the verdict up to 1 s later (10.3-11.3 s after the
 # last line on disk, against 10.1-10.3 s), the diagnosis' work moved from the flood to after it.
 NICE = 10
+MAX_PROCESSES = 4  # the diagnosis's processes, this one and its sieves (sieve.py), one node each at most
 
 
 class Follower:
@@ -73,12 +83,20 @@ class Follower:
 
 
 class Server:
-    def __init__(self, out: IO[str]) -> None:
+    def __init__(self, out: IO[str], inbox: queue.SimpleQueue | None = None) -> None:
         self.out = out
+        self.inbox = inbox  # where the sieves' words come in, beside the parent's
         self.engine = Engine()
-        self.nodes: dict[str, Follower] = {}
+        self.nodes: dict[str, Follower] = {}  # the nodes this process reads itself
         self.wanted: dict[str, int] = {}  # ends said before the node was: read once it is
         self.error: str | None = None
+        self.gen = 0  # launches so far: a sieve's word of the launch before is not this one's
+        self.processes = 1
+        self.shard: dict[str, int] = {}  # node -> the sieve that reads it (0: this process)
+        self.done: dict[str, int] = {}  # node -> the end of its log read so far
+        self.asked: dict[str, int] = {}  # a sieve's node -> the end it was asked to read
+        self.waiting: deque[dict] = deque()  # exited, finish, sync: each once the lines before it are read
+        self.sieves: dict[int, subprocess.Popen] = {}
 
     def send(self, msg: dict[str, Any]) -> None:
         self.out.write(json.dumps(msg) + "\n")
@@ -86,38 +104,108 @@ class Server:
 
     def handle(self, msg: dict[str, Any]) -> None:
         op = msg["op"]
-        if op == "reset":
+        if op == "lines":  # a sieve's
+            if msg["gen"] == self.gen:
+                self.engine.feed_sparse(msg["node"], msg["lines"])
+                self.done[msg["node"]] = max(self.done.get(msg["node"], 0), msg["end"])
+        elif op == "error":  # a sieve's
+            if msg["gen"] == self.gen:
+                self.error = self.error or msg["text"]
+        elif op == "sieve-ended":  # its nodes' state is gone with it: the parent starts all again
+            sys.stderr.write(f"ddptui diagnosis: sieve {msg['sieve']} ended (rc {msg['rc']})\n")
+            sys.stderr.flush()
+            os._exit(3)
+        elif op == "reset":
+            self.answer_waiting()
             for f in self.nodes.values():
                 f.close()
             self.nodes = {}  # `wanted` stays: a grew said before the reset it follows (ends never shrink)
+            self.gen += 1
+            self.processes = max(1, int(msg.get("processes") or default_processes()))
+            self.shard, self.done, self.asked = {}, {}, {}
             self.engine = Engine(expected_nnodes=msg.get("expected_nnodes"), min_busbw_gbps=msg.get("min_busbw_gbps"),
                                  on_change=lambda f: self.send({"op": "change", "finding": f.to_json()}))
+            for k in self.sieves:
+                self.to_sieve(k, {"op": "reset", "gen": self.gen})
         elif op == "node":
-            node = msg["node"]
-            old = self.nodes.pop(node, None)
-            if old is not None:
-                old.close()
-            self.nodes[node] = Follower(msg["path"], msg["offset"], msg["line"])
-            self.read(node, self.wanted.pop(node, 0))
+            self.open_node(msg)
         elif op == "grew":
             self.read_all(msg["ends"])
         elif op == "text":
             self.engine.feed(msg["node"], msg["text"].split("\n"), msg["line"])
-        elif op == "exited":
-            self.read(msg["node"], msg["end"])
-            self.engine.node_exited(msg["node"], msg["rc"])
-        elif op == "finish":
-            self.read_all(msg["ends"])
-            self.engine.finish()
-        elif op == "sync":
-            self.read_all(msg["ends"])
-            self.send({"op": "synced", "seq": msg["seq"], "findings": [f.to_json() for f in self.engine.findings],
-                       "error": self.error})
-            self.error = None
+        else:  # exited, finish, sync
+            self.waiting.append(msg)
+
+    def step(self, raw: str) -> None:
+        """One word, the parent's or a sieve's; then the words that waited for it. An error is said
+        at the next sync, and the next lines are still read."""
+        try:
+            self.handle(json.loads(raw))
+        except Exception:  # noqa: BLE001
+            self.error = self.error or traceback.format_exc(limit=8)
+        while True:
+            try:
+                self.run_waiting()
+                return
+            except Exception:  # noqa: BLE001 (that word is done with: the ones after it go on)
+                self.error = self.error or traceback.format_exc(limit=8)
+
+    def open_node(self, msg: dict[str, Any]) -> None:
+        node = msg["node"]
+        k = self.shard.get(node)
+        if k is None:
+            k = self.shard[node] = len(self.shard) % self.processes
+        self.done[node] = max(self.done.get(node, 0), msg["offset"])
+        if k:
+            self.to_sieve(k, msg)
+            self.asked[node] = msg["offset"]
+        else:
+            old = self.nodes.pop(node, None)
+            if old is not None:
+                old.close()
+            self.nodes[node] = Follower(msg["path"], msg["offset"], msg["line"])
+        self.read_all({node: self.wanted.pop(node, 0)})
+
+    def run_waiting(self) -> None:
+        """The words that wait for lines, in order, as far as the lines they follow are read."""
+        while self.waiting:
+            msg = self.waiting[0]
+            op = msg["op"]
+            ends = {msg["node"]: msg["end"]} if op == "exited" else msg["ends"]
+            self.read_all(ends)
+            if any(self.done.get(n, 0) < e for n, e in ends.items() if self.shard.get(n, 0)):
+                return  # a sieve still reads them: its word brings this back
+            self.waiting.popleft()  # before it is carried out: one that fails is not tried again
+            if op == "exited":
+                self.engine.node_exited(msg["node"], msg["rc"])
+            elif op == "finish":
+                self.engine.finish()
+            else:
+                self.synced(msg["seq"])
+
+    def synced(self, seq: int) -> None:
+        self.send({"op": "synced", "seq": seq, "findings": [f.to_json() for f in self.engine.findings],
+                   "error": self.error})
+        self.error = None
+
+    def answer_waiting(self) -> None:
+        """A new launch: syncs of the one before are answered with what it found; the rest is moot."""
+        for msg in self.waiting:
+            if msg["op"] == "sync":
+                self.synced(msg["seq"])
+        self.waiting.clear()
 
     def read_all(self, ends: dict[str, int]) -> None:
+        asks: dict[int, dict[str, int]] = {}
         for node, end in ends.items():
-            self.read(node, end)
+            k = self.shard.get(node, 0)
+            if not k:
+                self.read(node, end)
+            elif end > self.asked.get(node, 0):
+                self.asked[node] = end
+                asks.setdefault(k, {})[node] = end
+        for k, grown in asks.items():
+            self.to_sieve(k, {"op": "grew", "ends": grown})
 
     def read(self, node: str, end: int) -> None:
         f = self.nodes.get(node)
@@ -134,6 +222,42 @@ class Server:
                 self.engine.feed(node, text.split("\n"), line)
                 st = self.engine.nodes.get(node)
         f.read_to(end, feed)
+        self.done[node] = max(self.done.get(node, 0), end)
+
+    # ---- the sieves ----------------------------------------------------------------------------
+    def to_sieve(self, k: int, msg: dict[str, Any]) -> None:
+        proc = self.sieves.get(k)
+        if proc is None:
+            proc = self.sieves[k] = self.start_sieve(k)
+            self.to_sieve(k, {"op": "reset", "gen": self.gen})
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(msg) + "\n")  # never waits long: the sieve's reader takes every word
+        proc.stdin.flush()
+
+    def start_sieve(self, k: int) -> subprocess.Popen:
+        """Sieve `k`: a process of this one's session (its CPU share and nice value), ended by the
+        end of its input, which is this process's end."""
+        proc = subprocess.Popen([sys.executable, "-m", "ddptui.core.diagnosis.sieve"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, bufsize=1 << 16)
+        inbox = self.inbox
+
+        def listen() -> None:
+            assert proc.stdout is not None and inbox is not None
+            for raw in proc.stdout:
+                inbox.put(raw)
+            inbox.put(json.dumps({"op": "sieve-ended", "sieve": k, "rc": proc.wait()}))
+        threading.Thread(target=listen, name=f"ddptui-sieve{k}", daemon=True).start()
+        return proc
+
+
+def default_processes() -> int:
+    """The diagnosis's processes: a core each, up to MAX_PROCESSES (each is ~25 MB, and a login
+    node is shared)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_PROCESSES))
 
 
 def read_words(words: queue.SimpleQueue) -> None:
@@ -169,15 +293,11 @@ def give_way() -> None:
 
 def main() -> int:
     give_way()
-    server = Server(sys.stdout)
     words: queue.SimpleQueue = queue.SimpleQueue()
+    server = Server(sys.stdout, words)
     threading.Thread(target=read_words, args=(words,), daemon=True).start()
     while True:
-        raw = words.get()
-        try:
-            server.handle(json.loads(raw))
-        except Exception:  # noqa: BLE001 (said at the next sync, and the next lines are still read)
-            server.error = server.error or traceback.format_exc(limit=8)
+        server.step(words.get())
 
 
 if __name__ == "__main__":

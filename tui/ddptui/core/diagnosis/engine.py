@@ -72,14 +72,23 @@ class Engine(SpentLines):
         if not isinstance(lines, list):
             lines = list(lines)
         st = self._node(node)
-        n = st.lines if first_line is None else first_line - 1
+        self._feed(st, st.lines if first_line is None else first_line - 1, lines)
+        self._after_batch()
+
+    def feed_sparse(self, node: str, lines: list[list]) -> None:
+        """`node`'s lines as [[number, text], ...], in order, with gaps (a sieve's: sieve.py), as one batch."""
+        st = self._node(node)
+        for first, texts in runs(lines):
+            self._feed(st, first - 1, texts)
+        self._after_batch()
+
+    def _feed(self, st: NodeState, n: int, lines: list[str]) -> None:
         text = "\n".join(lines)
         if self._always or text.count("\n") != len(lines) - 1:  # a rule sees every line, or a line holds a newline
             self._feed_lines(st, n, lines)
         elif lines:
             self._scan(st, n, text)
         st.lines = max(st.lines, n + len(lines))
-        self._after_batch()
 
     def feed_text(self, node: str, text: str) -> None:
         """`node`'s next lines as one text, the lines joined by "\\n" (no newline after the last)."""
@@ -114,12 +123,6 @@ class Engine(SpentLines):
                 cands = self._entries_held(held)
             self._line(st, n + i + 1, line, cands)
 
-    def _candidates(self, line: str) -> list[Entry]:
-        candidates = self._always + [e for lit, es in self._lit_items if lit in line for e in es]
-        if len(candidates) > 1:
-            candidates = list(dict.fromkeys(candidates))  # a pattern anchored on two branch literals
-        return candidates
-
     def _after_batch(self) -> None:
         # the cross rules read only the facts, and raise only what differs from the findings: where
         # neither moved since they last looked, they would find what they found (most batches of a
@@ -140,12 +143,15 @@ class Engine(SpentLines):
         self._extract(st, host or st.name, n, line)
         self._match(st, n, line, candidates)
 
-    def _match(self, st: NodeState, n: int, line: str, candidates: list[Entry]) -> None:
-        """The rules' and signs' patterns anchored on the line's literals, each on the line."""
+    def _match(self, st: NodeState, n: int, line: str, candidates: list[Entry]) -> bool:
+        """The rules' and signs' patterns anchored on the line's literals, each on the line. True
+        when one matched (the line may have changed something)."""
+        matched = False
         for pat, ri, kind in candidates:
             m = pat.search(line)
             if not m:
                 continue
+            matched = True
             if kind == "sign":
                 self.failures.sign(st.name, self.signs[ri], n, line, m)
                 continue
@@ -166,6 +172,7 @@ class Engine(SpentLines):
                         pend.append((Evidence(st.name, n, line.strip()), m.groups()))
                 else:
                     self._hit(rule, st.name, Evidence(st.name, n, line.strip()), m.groups())
+        return matched
 
     def _extract(self, st: NodeState, key: str, n: int, line: str) -> None:
         self.bandwidth.feed(st.name, n, line)  # its anchors are in the gate; it keeps what it needs
@@ -257,13 +264,7 @@ class Engine(SpentLines):
 
     def _unrecognized(self) -> None:
         fid = "unrecognized-failure"
-        # a finding covers the nodes it names and those its evidence comes from (a cross rule over
-        # the hosts of one log names the hosts); a consequence (a peer died first) not a node whose
-        # first error is its own: that error is what the user needs to read
-        explained = {n for f in self._findings.values() if f.id != fid
-                     for n in [*f.nodes, *(e.node for e in f.evidence)]
-                     if not (_is_consequence(f.id) and self.failures.own_error(n))}
-        nodes, summary, evidence = self.failures.unexplained(explained)
+        nodes, summary, evidence = self.failures.unexplained([f for f in self._findings.values() if f.id != fid])
         if nodes:
             self._raise_cross(fid, nodes, summary, evidence)
         else:  # explained since (a node's cause arrived after an earlier finish)
@@ -276,6 +277,17 @@ class Engine(SpentLines):
         fs = list(self._findings.values())
         hidden = hidden_ids(fs)
         return [f for f in fs if f.id not in hidden]
+
+
+def runs(lines: list[list]) -> list[tuple[int, list[str]]]:
+    """[[number, text], ...] as (first number, texts) of consecutive numbers."""
+    out: list[tuple[int, list[str]]] = []
+    for n, text in lines:
+        if out and out[-1][0] + len(out[-1][1]) == n:
+            out[-1][1].append(text)
+        else:
+            out.append((n, [text]))
+    return out
 
 
 def _said_by(rule: Rule, groups: tuple) -> tuple | None:
@@ -293,11 +305,6 @@ def _said_by(rule: Rule, groups: tuple) -> tuple | None:
         summary = rule.summary.format(*[g or "" for g in groups]) if rule.summary and groups else (
             rule.summary if rule.summary and "{" not in rule.summary else CATALOG[rule.id].title)
     return fid, summary, fix, severity
-
-
-def _is_consequence(fid: str) -> bool:
-    cause = CATALOG.get(fid)
-    return bool(cause and cause.consequence)
 
 
 def anchors(rules: tuple[Rule, ...], signs: tuple[Sign, ...]) -> tuple[list[Entry], list[tuple[str, list[Entry]]], list[str]]:

@@ -5,10 +5,12 @@ and its exit code, kept so that `unrecognized-failure` can say what failed when 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .catalog import CATALOG
 from .classify import signal_name, signal_of_exit
-from .model import Evidence
+from .model import Evidence, Finding
 from .rules import CONSEQUENCE, Sign
 
 
@@ -63,8 +65,14 @@ class Failures:
         nf = self.nodes.get(node)
         return bool(nf and nf.own)
 
-    def unexplained(self, explained: set[str]) -> tuple[list[str], str, list[Evidence]]:
-        """The nodes that failed with no finding of their own, what each showed, and the evidence."""
+    def unexplained(self, findings: Iterable[Finding]) -> tuple[list[str], str, list[Evidence]]:
+        """The nodes that failed with none of `findings` of their own, what each showed, and the evidence.
+
+        A finding covers the nodes it names and those its evidence comes from (a cross rule over
+        the hosts of one log names the hosts); a consequence (a peer died first) not a node whose
+        first error is its own: that error is what the user needs to read."""
+        explained = {n for f in findings for n in [*f.nodes, *(e.node for e in f.evidence)]
+                     if not (_is_consequence(f.id) and self.own_error(n))}
         nodes, parts, evidence = [], [], []
         for node, nf in self.nodes.items():
             if not nf.failed or node in explained:
@@ -83,6 +91,11 @@ class Failures:
 
 _RANK_HEAD = re.compile(r"^(?:\[default\d+\]:)?\[rank(\d+)\]:\s*")  # torchrun --tee's, then torch's own
 _TEE_HEAD = re.compile(r"^\[default\d+\]:\s*")
+
+
+def _is_consequence(fid: str) -> bool:
+    cause = CATALOG.get(fid)
+    return bool(cause and cause.consequence)
 
 
 def said(node: str, line: str) -> str:

@@ -42,14 +42,14 @@ class LiveDiagnosis:
 
     def __init__(self, expected_nnodes: int, master: str, master_running: Callable[[], bool],
                  on_change: Callable[[Finding], None], rdzv_timeout: int = 900,
-                 min_busbw_gbps: float | None = None) -> None:
+                 min_busbw_gbps: float | None = None, processes: int | None = None) -> None:
         self._master = master
         self._master_running = master_running
         self._on_change = on_change
         self._rdzv_timeout = rdzv_timeout
         self._lock = threading.Lock()
-        self._engine = EngineProcess({"expected_nnodes": expected_nnodes, "min_busbw_gbps": min_busbw_gbps},
-                                     on_change)
+        self._engine = EngineProcess({"expected_nnodes": expected_nnodes, "min_busbw_gbps": min_busbw_gbps,
+                                      "processes": processes}, on_change)
         self._own: dict[str, Finding] = {}
         self._joined: set[str] = set()
         self._last: list[Finding] = []  # the engine's findings at the last flush

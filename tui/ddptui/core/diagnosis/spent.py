@@ -85,6 +85,16 @@ class SpentLines:
     _spent_when: list
     _entries_of: list[list[Entry]]
     _heads: dict[str, str | None]
+    _always: list[Entry]
+    _lit_items: list[tuple[str, list[Entry]]]
+
+    def _candidates(self, line: str) -> list[Entry]:
+        """The entries anchored on the literals the line holds (found in Python: the line's literals
+        are not known), and those anchored on none."""
+        candidates = self._always + [e for lit, es in self._lit_items if lit in line for e in es]
+        if len(candidates) > 1:
+            candidates = list(dict.fromkeys(candidates))  # a pattern anchored on two branch literals
+        return candidates
 
     def _entries_held(self, held: Collection[int]) -> list[Entry]:
         """The entries anchored on the literals `held`, in the order of the literals, as

@@ -1,0 +1,222 @@
+"""The sieves (sieve.py): an engine fed only the lines a sieve forwards finds exactly what it finds
+reading every line (the same findings, summaries and evidence, to the line number), on every job
+of the corpus, with its nodes' logs repeated (NCCL's init chatter, most of it spent after the first
+copy), whether each node has a sieve of its own or one sieve takes them all; and it forwards few."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from ddptui.core.diagnosis.engine import Engine
+from ddptui.core.diagnosis.live import LiveDiagnosis
+from ddptui.core.logs.rundir import RunDir
+from ddptui.core.diagnosis.rules import Rule
+from ddptui.core.diagnosis.engine import runs
+from ddptui.core.diagnosis.sieve import CROSS_IDS, Sieve, forwarded
+from tests.core.test_diagnosis_corpus import CONTEXT, GROUPS, split
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+COPIES = 3
+
+
+def bodies(key: str) -> list[tuple[str, list[str]]]:
+    return [(f.stem, split(f)[1] * COPIES) for f in GROUPS[key]]
+
+
+def everything(key: str) -> list[dict]:
+    e = Engine(**CONTEXT.get(key, {}))
+    for node, lines in bodies(key):
+        for i in range(0, len(lines), 50):
+            e.feed_text(node, "\n".join(lines[i:i + 50]))
+    return [f.to_json() for f in e.finish()]
+
+
+def sieved(key: str, one_each: bool) -> tuple[list[dict], int, int]:
+    """The findings of an engine fed only what the sieves forwarded, the lines read, the lines forwarded."""
+    e = Engine(**CONTEXT.get(key, {}))
+    shared = Sieve()
+    read = sent = 0
+    for node, lines in bodies(key):
+        sieve = Sieve() if one_each else shared
+        for i in range(0, len(lines), 50):
+            sieve.feed_text(node, "\n".join(lines[i:i + 50]))
+            fw = forwarded(node, sieve.take())
+            read += len(lines[i:i + 50])
+            sent += len(fw)
+            e.feed_sparse(node, fw)
+    return [f.to_json() for f in e.finish()], read, sent
+
+
+@pytest.mark.parametrize("one_each", [True, False], ids=["a-sieve-per-node", "one-sieve"])
+def test_every_corpus_job_gives_the_same_findings_through_the_sieves(one_each: bool) -> None:
+    read = sent = 0
+    for key in GROUPS:
+        got, r, s = sieved(key, one_each)
+        assert got == everything(key), key
+        read, sent = read + r, sent + s
+    assert sent < read / 2, (sent, read)  # it sieves: most of the repeated copies stay behind
+
+
+def test_init_chatter_is_sieved_to_the_lines_that_say_something() -> None:
+    chatter = [x for x in (DATA / "corpus" / "nccl" / "90-healthy-socket-aws-64ranks.log").read_text().splitlines()
+               if not x.startswith("# ")]
+    failure = ("node02:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> "
+               "returned 113(No route to host) errno 115(Operation now in progress)")
+    lines = chatter * 1000 + [failure]
+    s = Sieve()
+    s.feed_text("node02", "\n".join(lines))
+    fw = forwarded("node02", s.take())
+    assert len(fw) <= 2 * len(chatter)  # the first copy's facts, then nothing until the failure
+    assert fw[-1] == [len(lines), failure]
+    e = Engine()
+    for first, texts in runs(fw):
+        e.feed("node02", texts, first)
+    full = Engine()
+    full.feed_text("node02", "\n".join(lines))
+    assert [f.to_json() for f in e.finish()] == [f.to_json() for f in full.finish()]
+    assert [f.id for f in e.findings] == ["firewall-or-unreachable"]
+
+
+def test_a_sieve_raises_no_cross_finding_and_never_takes_a_cross_ids_lines_as_spent() -> None:
+    s = Sieve()
+    s.feed("node02", ["node02:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.2<0>"])
+    s.feed("node03", ["node03:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.3<0>"])
+    assert not s.findings  # the engine's cross rules say it, over every node
+    # a rule of a cross rule's id (the engine's finding may be the cross rule's, whose evidence is
+    # not this rule's lines): its lines are forwarded after the node's 5 pieces of evidence too,
+    # where another id's are spent
+    rules = (Rule("ib-socket-mismatch", (r"wrong type ([34]) != ([34])",)), Rule("firewall-or-unreachable", (r"link (\w+) down",)))
+    assert "ib-socket-mismatch" in CROSS_IDS and "firewall-or-unreachable" not in CROSS_IDS
+    s = Sieve(rules=rules, signs=())
+    s.feed("n", [f"socketFinalizeAccept: wrong type 4 != 3 (try {i})" for i in range(10)])
+    s.feed("n", [f"link eth{i} down" for i in range(10)])
+    fw = forwarded("n", s.take())
+    assert [n for n, _ in fw] == [*range(1, 11), *range(11, 16)]
+
+
+def test_runs_are_an_engines_batches() -> None:
+    assert runs([[3, "a"], [4, "b"], [9, "c"]]) == [(3, ["a", "b"]), (9, ["c"])]
+    assert forwarded("n", [("n", 3, "a"), ("n", 3, "a"), ("m", 4, "x"), ("n", 5, "b")]) == [[3, "a"], [5, "b"]]
+
+
+# ---- in a run: the diagnosis process and its sieves -------------------------------------------
+CORPUS = DATA / "corpus" / "nccl"
+IB = split(CORPUS / "92-healthy-ib-two-nodes-node0.log")[1]
+SOCKET = split(CORPUS / "94-healthy-socket-after-ib-disable.log")[1]
+CHATTER = split(CORPUS / "90-healthy-socket-aws-64ranks.log")[1]
+FAILURE = ("node05:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> "
+           "returned 113(No route to host) errno 115(Operation now in progress)")
+
+
+def sieve_pids(child: int) -> list[int]:
+    kids = []
+    for task in Path(f"/proc/{child}/task").glob("*"):
+        try:
+            kids += [int(x) for x in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return [k for k in kids if b"ddptui.core.diagnosis.sieve" in Path(f"/proc/{k}/cmdline").read_bytes()]
+
+
+def gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if "State:\tZ" in Path(f"/proc/{pid}/status").read_text():
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def four_nodes() -> dict[str, list[list[str]]]:
+    """node02 on IB, the others on Socket, node05's flood ending in a failure: batches of each."""
+    logs = {"node02": IB, "node03": SOCKET, "node04": CHATTER * 50, "node05": CHATTER * 200 + [FAILURE]}
+    return {n: [lines[i:i + 100] for i in range(0, len(lines), 100)] for n, lines in logs.items()}
+
+
+def engine_of(batches: dict[str, list[list[str]]], exits: dict[str, int]) -> list[dict]:
+    e = Engine(expected_nnodes=4)
+    for node, bs in batches.items():
+        for lines in bs:
+            e.feed(node, lines)
+    for node, rc in exits.items():
+        e.node_exited(node, rc)
+    return [f.to_json() for f in e.finish()]
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3])
+def test_a_run_over_sieves_finds_what_one_engine_finds(tmp_path: Path, processes: int) -> None:
+    seen: list = []
+    live = LiveDiagnosis(4, "node02", lambda: True, seen.append, processes=processes)
+    rd = RunDir(tmp_path, "sieved", "name: sieved\n")
+    batches = four_nodes()
+    try:
+        for node, bs in batches.items():
+            for b in bs:
+                live.deliver(rd, lambda e: None, node, b)
+            # one node after the other, as engine_of reads them: a cross finding's evidence is the
+            # facts when its nodes or summary last changed, which depends on the order of the nodes
+            live.flush()
+        live.node_exited("node05", 1)
+        live.node_exited("node04", -9)
+        live.finish()
+        child = live._engine._proc.pid
+        sieves = sieve_pids(child)
+        assert len(sieves) == processes - 1  # a sieve for each group of nodes but the child's own
+        got = [f.to_json() for f in live.findings]
+        assert got == engine_of(batches, {"node05": 1, "node04": -9})
+        assert {f["id"] for f in got} >= {"ib-socket-mismatch", "firewall-or-unreachable"}
+        mismatch = next(f for f in got if f["id"] == "ib-socket-mismatch")
+        assert set(mismatch["nodes"]) == {"node02", "node03", "node04", "node05"}  # across every process
+    finally:
+        live.close()
+        rd.close()
+    assert all(gone(p) for p in [child, *sieves])  # the sieves end with the diagnosis process
+
+
+def test_a_killed_sieve_takes_the_diagnosis_with_it_and_nothing_is_missed(tmp_path: Path) -> None:
+    live = LiveDiagnosis(4, "node02", lambda: True, lambda f: None, processes=2)
+    rd = RunDir(tmp_path, "sieved", "name: sieved\n")
+    batches = four_nodes()
+    try:
+        half = {n: bs[:len(bs) // 2] for n, bs in batches.items()}
+        for n, bs in half.items():
+            for b in bs:
+                live.deliver(rd, lambda e: None, n, b)
+        live.flush()
+        first = live._engine._proc.pid
+        (sieve,) = sieve_pids(first)
+        os.kill(sieve, signal.SIGKILL)
+        for n, bs in batches.items():
+            for b in bs[len(bs) // 2:]:
+                live.deliver(rd, lambda e: None, n, b)
+        live.finish()
+        assert live._engine._proc.pid != first and live._engine.restarts == 1
+        assert [f.to_json() for f in live.findings] == engine_of(batches, {})
+    finally:
+        live.close()
+        rd.close()
+
+
+def test_a_killed_diagnosis_process_leaves_no_sieve(tmp_path: Path) -> None:
+    live = LiveDiagnosis(2, "node02", lambda: True, lambda f: None, processes=2)
+    rd = RunDir(tmp_path, "sieved", "name: sieved\n")
+    try:
+        live.deliver(rd, lambda e: None, "node02", IB)
+        live.deliver(rd, lambda e: None, "node03", SOCKET)
+        live.flush()
+        child = live._engine._proc.pid
+        (sieve,) = sieve_pids(child)
+        os.kill(child, signal.SIGKILL)  # the OOM killer's way: no word to the sieve
+        assert gone(sieve)  # its input ended with the child
+        assert "ib-socket-mismatch" in [f.id for f in live.findings]  # a new child read it all again
+    finally:
+        live.close()
+        rd.close()

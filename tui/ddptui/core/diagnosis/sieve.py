@@ -1,0 +1,154 @@
+"""The diagnosis of many nodes on many cores: a sieve per group of nodes drops the lines that can
+change nothing, and the one engine (child.py) judges the rest.
+
+One engine reads ~0.4 M lines of NCCL init chatter a second on one core. Four nodes flooding at
+once left it seconds behind, however many cores the login node has: its work is per line, and the
+lines are many. Nearly all of that work only finds that a line is spent (spent.py: a `Channel`
+line's transport its host already said, a repeat of evidence already held); the lines that say
+something new are a few dozen a node. A sieve is an Engine of its own over its nodes' logs, in its
+own process, that judges nothing: it forwards each line that its nodes' state says may still
+change something, with its number, and the engine reads only those, as if it had read every line.
+
+Why the engine, fed only what a sieve forwards, finds exactly what it would find reading every
+line (tests/core/test_sieve.py checks it on every job of the corpus, repeated): a node's state
+(its facts, the patterns seen, the evidence pending) depends only on that node's lines that change
+it, which are all forwarded, so the sieve's state of a node is the engine's. Whether a line is
+spent is decided from that state and from the findings (a rule whose finding already holds its
+evidence from the node): the sieve's findings are its nodes' own and never a cross rule's (a sieve
+raises none), so where its finding is active and full the engine's is too; the ids a cross rule
+can raise are never taken as spent by the sieve (a cross finding replaces a rule's of the same id,
+with other evidence). What the sieve does not know, it forwards.
+
+Protocol, one JSON object per line. In (from the engine's process): `reset` {"gen": G}, `node`
+{"node", "path", "offset", "line"}, `grew` {"ends": {node: B}}. Out: {"op": "lines", "gen": G,
+"node": n, "lines": [[number, text], ...], "end": B} once its lines up to byte B are sieved (in
+order, one per node a `grew` names), and {"op": "error", "gen": G, "text": ...}.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+import traceback
+from typing import IO, Any
+
+from .engine import Engine
+from .facts import NodeState
+from .rules import CROSS_RULES
+
+# every id a cross rule (or the engine's own cross judgements) raises
+CROSS_IDS = frozenset({cr.id for cr in CROSS_RULES} | {"ranks-not-joined", "slow-interconnect", "unrecognized-failure"})
+
+
+class Sieve(Engine):
+    """An Engine that raises no cross finding and keeps, in `kept`, each line (node, number, text)
+    that changed or may have changed anything: the lines `_line` reads whole, and the lines whose
+    live patterns matched."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.kept = []
+
+    def _after_batch(self) -> None:
+        pass  # no cross rule, no bandwidth verdict: the engine's, over every node
+
+    def _raise_cross(self, fid, nodes, summary, evidence, explanation=None) -> None:
+        pass
+
+    def _hit_spent(self, st: NodeState, ri: int) -> bool:
+        if self.rules[ri].id in CROSS_IDS:  # the engine's finding of this id may be a cross rule's
+            return False
+        return super()._hit_spent(st, ri)
+
+    def _line(self, st: NodeState, n: int, line: str, candidates: list) -> None:
+        self.kept.append((st.name, n, line))  # a line read whole: its facts may be new
+        super()._line(st, n, line, candidates)
+
+    def _match(self, st: NodeState, n: int, line: str, candidates: list) -> bool:
+        if super()._match(st, n, line, candidates):
+            self.kept.append((st.name, n, line))
+            return True
+        return False
+
+    def take(self) -> list:
+        kept, self.kept = self.kept, []
+        return kept
+
+
+def forwarded(node: str, kept: list) -> list[list]:
+    """[[number, text], ...] of `node`'s kept lines, in order, each once (a line `_line` read is
+    also matched)."""
+    out: list[list] = []
+    for name, n, text in kept:
+        if name == node and (not out or out[-1][0] != n):
+            out.append([n, text])
+    return out
+
+
+class SieveServer:
+    def __init__(self, out: IO[str]) -> None:
+        from .child import Follower  # the child imports this module: its Follower once both are loaded
+
+        self._follower = Follower
+        self.out = out
+        self.gen = 0
+        self.engine = Sieve()
+        self.nodes: dict[str, Any] = {}
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.out.write(json.dumps(msg) + "\n")
+        self.out.flush()
+
+    def handle(self, msg: dict[str, Any]) -> None:
+        op = msg["op"]
+        if op == "reset":
+            for f in self.nodes.values():
+                f.close()
+            self.nodes = {}
+            self.gen = msg["gen"]
+            self.engine = Sieve()
+        elif op == "node":
+            self.nodes[msg["node"]] = self._follower(msg["path"], msg["offset"], msg["line"])
+        elif op == "grew":
+            for node, end in msg["ends"].items():
+                try:
+                    self.read(node, end)
+                except Exception:  # noqa: BLE001 (the engine says it at its next sync; the node is not held up)
+                    self.engine.kept = []
+                    self.send({"op": "error", "gen": self.gen, "text": traceback.format_exc(limit=8)})
+                self.send({"op": "lines", "gen": self.gen, "node": node, "end": end,
+                           "lines": forwarded(node, self.engine.take())})
+
+    def read(self, node: str, end: int) -> None:
+        f = self.nodes.get(node)
+        if f is None:
+            return
+        engine = self.engine
+
+        def feed(text: str, line: int) -> None:
+            st = engine.nodes.get(node)
+            if st is not None and st.lines == line - 1:
+                engine.feed_text(node, text)
+            else:
+                engine.feed(node, text.split("\n"), line)
+        f.read_to(end, feed)
+
+
+def main() -> int:
+    from .child import read_words  # ends this process when the engine's process ends
+
+    server = SieveServer(sys.stdout)
+    words: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=read_words, args=(words,), daemon=True).start()
+    while True:
+        raw = words.get()
+        try:
+            server.handle(json.loads(raw))
+        except Exception:  # noqa: BLE001 (the engine says it at its next sync)
+            server.send({"op": "error", "gen": server.gen, "text": traceback.format_exc(limit=8)})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
