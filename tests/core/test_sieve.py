@@ -220,3 +220,30 @@ def test_a_killed_diagnosis_process_leaves_no_sieve(tmp_path: Path) -> None:
     finally:
         live.close()
         rd.close()
+
+
+def test_where_no_sieve_can_start_one_process_reads_every_node(tmp_path: Path, monkeypatch) -> None:
+    """A login node's limit on processes (or open files) refuses the sieve: the diagnosis process
+    reads that node itself, and a sync is answered, not left waiting for a sieve that never was."""
+    import io
+    import json
+    import queue
+
+    from ddptui.core.diagnosis import child
+
+    def refuse(*a, **k):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+    monkeypatch.setattr(child.subprocess, "Popen", refuse)
+    logs = {"node02": IB, "node03": SOCKET}
+    for node, lines in logs.items():
+        (tmp_path / f"{node}.log").write_text("\n".join(lines) + "\n")
+    out = io.StringIO()
+    server = child.Server(out, queue.SimpleQueue())
+    ends = {n: (tmp_path / f"{n}.log").stat().st_size for n in logs}
+    words = [{"op": "reset", "expected_nnodes": 2, "processes": 2}]
+    words += [{"op": "node", "node": n, "path": str(tmp_path / f"{n}.log"), "offset": 0, "line": 1} for n in logs]
+    words += [{"op": "grew", "ends": ends}, {"op": "sync", "seq": 1, "ends": ends}]
+    for w in words:
+        server.step(json.dumps(w))
+    (answer,) = [m for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "synced"]
+    assert "ib-socket-mismatch" in [f["id"] for f in answer["findings"]] and answer["error"] is None

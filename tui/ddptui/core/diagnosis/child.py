@@ -157,9 +157,14 @@ class Server:
             k = self.shard[node] = len(self.shard) % self.processes
         self.done[node] = max(self.done.get(node, 0), msg["offset"])
         if k:
-            self.to_sieve(k, msg)
-            self.asked[node] = msg["offset"]
-        else:
+            try:
+                self.to_sieve(k, msg)
+                self.asked[node] = msg["offset"]
+            except OSError as e:  # no sieve could start (a limit on processes or files): read it here
+                sys.stderr.write(f"ddptui diagnosis: no sieve ({e}); one process reads every node\n")
+                self.processes = 1
+                k = self.shard[node] = 0
+        if not k:
             old = self.nodes.pop(node, None)
             if old is not None:
                 old.close()
@@ -228,7 +233,8 @@ class Server:
     def to_sieve(self, k: int, msg: dict[str, Any]) -> None:
         proc = self.sieves.get(k)
         if proc is None:
-            proc = self.sieves[k] = self.start_sieve(k)
+            proc = self.start_sieve(k)  # OSError: no process, no sieve
+            self.sieves[k] = proc
             self.to_sieve(k, {"op": "reset", "gen": self.gen})
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(msg) + "\n")  # never waits long: the sieve's reader takes every word
