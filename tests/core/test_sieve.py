@@ -247,3 +247,39 @@ def test_where_no_sieve_can_start_one_process_reads_every_node(tmp_path: Path, m
         server.step(json.dumps(w))
     (answer,) = [m for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "synced"]
     assert "ib-socket-mismatch" in [f["id"] for f in answer["findings"]] and answer["error"] is None
+
+
+def test_lines_that_missed_the_log_are_read_after_the_lines_the_log_holds(tmp_path: Path) -> None:
+    """A node's log that stops being written (a full disk) sends its next lines as text: on a node a
+    sieve reads, they wait for the sieve's lines before them (a line that resolves a finding must
+    come after the line that raised it)."""
+    import io
+    import json
+    import queue
+
+    from ddptui.core.diagnosis.child import Server
+
+    waiting = ("[W1204 10:00:01 socket.cpp:752] [c10d] The server socket on node02:29500 is not yet "
+               "listening (Error: 111 - Connection refused), retrying")
+    joined = "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers."
+    (tmp_path / "node02.log").write_text("hello\n")
+    (tmp_path / "node03.log").write_text(waiting + "\n")
+    out, inbox = io.StringIO(), queue.SimpleQueue()
+    server = Server(out, inbox)
+    ends = {n: (tmp_path / f"{n}.log").stat().st_size for n in ("node02", "node03")}
+    for w in [{"op": "reset", "expected_nnodes": 2, "processes": 2},
+              *({"op": "node", "node": n, "path": str(tmp_path / f"{n}.log"), "offset": 0, "line": 1} for n in ends),
+              {"op": "grew", "ends": ends},
+              {"op": "text", "node": "node03", "line": 2, "text": joined},  # before the sieve has said a word
+              {"op": "sync", "seq": 1, "ends": ends}]:
+        server.step(json.dumps(w))
+    try:
+        while '"synced"' not in out.getvalue():
+            server.step(inbox.get(timeout=30))  # the sieve's words
+    finally:
+        for proc in server.sieves.values():
+            proc.stdin.close()
+            proc.wait(10)
+    (answer,) = [m for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "synced"]
+    (f,) = answer["findings"]
+    assert (f["id"], f["state"], f["evidence"][0]["line"]) == ("master-not-started", "resolved", 1)

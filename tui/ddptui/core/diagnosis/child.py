@@ -9,8 +9,8 @@ cores are too few for both, the child is the one that waits (`give_way`).
 With several nodes and cores, the child reads some nodes' logs itself and gives the others to
 sieves (sieve.py), processes of its own, one group of nodes each (`processes` in all, by default a
 core each up to MAX_PROCESSES): they forward the few lines that can change anything, and the one
-engine here judges every node. A word that follows lines (exited, finish, sync) waits until the
-sieves have read them.
+engine here judges every node. A word that follows lines (text, exited, finish, sync) waits until
+the sieves have read them.
 
 Protocol: one JSON object per line. In, on stdin (in order; it ends when stdin closes):
 
@@ -95,7 +95,7 @@ class Server:
         self.shard: dict[str, int] = {}  # node -> the sieve that reads it (0: this process)
         self.done: dict[str, int] = {}  # node -> the end of its log read so far
         self.asked: dict[str, int] = {}  # a sieve's node -> the end it was asked to read
-        self.waiting: deque[dict] = deque()  # exited, finish, sync: each once the lines before it are read
+        self.waiting: deque[dict] = deque()  # text, exited, finish, sync: each once the lines before it are read
         self.sieves: dict[int, subprocess.Popen] = {}
 
     def send(self, msg: dict[str, Any]) -> None:
@@ -131,9 +131,7 @@ class Server:
             self.open_node(msg)
         elif op == "grew":
             self.read_all(msg["ends"])
-        elif op == "text":
-            self.engine.feed(msg["node"], msg["text"].split("\n"), msg["line"])
-        else:  # exited, finish, sync
+        else:  # text, exited, finish, sync
             self.waiting.append(msg)
 
     def step(self, raw: str) -> None:
@@ -176,12 +174,17 @@ class Server:
         while self.waiting:
             msg = self.waiting[0]
             op = msg["op"]
-            ends = {msg["node"]: msg["end"]} if op == "exited" else msg["ends"]
+            if op == "text":  # after the lines its log holds (a log that stopped being written: a full disk)
+                ends = {msg["node"]: self.asked.get(msg["node"], 0)}
+            else:
+                ends = {msg["node"]: msg["end"]} if op == "exited" else msg["ends"]
             self.read_all(ends)
             if any(self.done.get(n, 0) < e for n, e in ends.items() if self.shard.get(n, 0)):
                 return  # a sieve still reads them: its word brings this back
             self.waiting.popleft()  # before it is carried out: one that fails is not tried again
-            if op == "exited":
+            if op == "text":
+                self.engine.feed(msg["node"], msg["text"].split("\n"), msg["line"])
+            elif op == "exited":
                 self.engine.node_exited(msg["node"], msg["rc"])
             elif op == "finish":
                 self.engine.finish()
