@@ -4,6 +4,7 @@
    ib-socket-mismatch finding is raised (the engine's own callback), over many repetitions.
 2. Offline throughput: `ddptui diagnose`'s engine over a large generated log against
    `grep -E` with the same signatures (every rule pattern) on the same file.
+3. A run's 4 node logs: `ddptui diagnose` by cores (sieve.py) against one process and `grep -E`.
 
     .venv/bin/python -m bench.diagnosis [--quick] [--lines N] [--reps R]
 
@@ -25,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ddptui.core.diagnosis.child import default_processes
 from ddptui.core.diagnosis.engine import Engine
 from ddptui.core.diagnosis.live import LiveDiagnosis
 from ddptui.core.diagnosis.process import COALESCE_SECONDS
@@ -123,7 +125,46 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for share in (0.0, 0.95):
         offline(share, n_lines, reps)
+    offline_nodes(4, n_lines, reps, quick=args.quick)
     return 0
+
+
+def grep_args(files: list[Path]) -> list[str]:
+    """`grep -E -c` with the rules' signatures, as POSIX ERE, over `files`."""
+    args = ["grep", "-E", "-c"]
+    for p in (p for r in RULES for p in r.patterns):  # Python's (?:...) is not POSIX ERE: the same signatures grep reads
+        p = re.sub(r"\(\?<?[!=][^)]*\)", "", p)  # a lookaround: grep matches a little more, never less
+        args += ["-e", p.replace("(?:", "(").replace(r"\d", "[0-9]").replace(r"\s", "[[:space:]]")
+                 .replace(r"\S", "[^[:space:]]").replace(r"\w", "[[:alnum:]_]").replace(r"\b", "")]
+    return args + [str(f) for f in files]
+
+
+def offline_nodes(n_logs: int, n_lines: int, reps: int, quick: bool = False) -> None:
+    """`ddptui diagnose` of a run's N node logs of NCCL init chatter: by cores (the sieves beside it,
+    sieve.py; `--quick` asks for them, its logs being too small to call them by default), against
+    one process and `grep -E` over the same files."""
+    with tempfile.TemporaryDirectory() as d:
+        files = [Path(d) / f"node{i}.log" for i in range(n_logs)]
+        for f in files:
+            make_log(f, n_lines, 0.0)
+        procs = max(2, default_processes()) if quick else None
+        tp, t1, tg = [], [], []
+        for _ in range(reps):  # interleaved
+            t0 = time.perf_counter()
+            found = diagnose_paths(files, processes=procs)
+            tp.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            diagnose_paths(files, processes=1)
+            t1.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            subprocess.run(grep_args(files), capture_output=True, text=True)
+            tg.append(time.perf_counter() - t0)
+        mp, m1, mg = statistics.median(tp), statistics.median(t1), statistics.median(tg)
+        print(f"offline, {n_logs} node logs x {n_lines:,} lines of NCCL init chatter, median of {reps}, "
+              f"{default_processes()} core(s) for the diagnosis:")
+        print(f"  ddptui diagnose, by cores       {mp:6.2f} s  -> {[f.id for f in found]}")
+        print(f"  ddptui diagnose, one process    {m1:6.2f} s   ratio {mp / m1:.2f}x")
+        print(f"  grep -E, the same signatures    {mg:6.2f} s   ratio {mp / mg:.1f}x")
 
 
 def offline(share: float, n_lines: int = 1_000_000, reps: int = 3) -> None:
@@ -133,12 +174,7 @@ def offline(share: float, n_lines: int = 1_000_000, reps: int = 3) -> None:
         size = log.stat().st_size / 1e6
         lines = sum(1 for _ in open(log))
         patterns = [p for r in RULES for p in r.patterns]
-        args = ["grep", "-E", "-c"]
-        for p in patterns:  # Python's (?:...) is not POSIX ERE: make the same signatures grep can read
-            p = re.sub(r"\(\?<?[!=][^)]*\)", "", p)  # a lookaround: grep matches a little more, never less
-            args += ["-e", p.replace("(?:", "(").replace(r"\d", "[0-9]").replace(r"\s", "[[:space:]]")
-                     .replace(r"\S", "[^[:space:]]").replace(r"\w", "[[:alnum:]_]").replace(r"\b", "")]
-        args.append(str(log))
+        args = grep_args([log])
         ts, tg = [], []
         for _ in range(reps):
             t0 = time.perf_counter()

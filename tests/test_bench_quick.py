@@ -28,6 +28,9 @@ def test_diagnosis_quick_prints_the_engine_and_grep() -> None:
     assert "through the diagnosis process" in out, out  # the live path's own latency, process hop included
     # grep read every signature (a pattern it cannot parse makes it fail and count nothing)
     assert re.search(r"-> [1-9]\d* matching line", out), out
+    # a run's node logs by cores and by one process, beside grep; both found the failure
+    assert re.search(r"by cores +\d+\.\d\d s  -> \['firewall-or-unreachable'\]", out), out
+    assert re.search(r"one process +\d+\.\d\d s   ratio \d+\.\d\dx", out), out
 
 
 @needs_torch

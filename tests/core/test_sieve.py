@@ -283,3 +283,50 @@ def test_lines_that_missed_the_log_are_read_after_the_lines_the_log_holds(tmp_pa
     (answer,) = [m for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "synced"]
     (f,) = answer["findings"]
     assert (f["id"], f["state"], f["evidence"][0]["line"]) == ("master-not-started", "resolved", 1)
+
+
+# ---- `ddptui diagnose`: logs read by sieves beside it ------------------------------------------
+def _sieve_children() -> list[int]:
+    return sieve_pids(os.getpid())
+
+
+def test_diagnose_over_sieves_finds_what_one_process_finds() -> None:
+    from ddptui.core.diagnosis.offline import diagnose_paths
+
+    every = [f for files in GROUPS.values() for f in files]  # each corpus job, and all of them as one run
+    for files in [*GROUPS.values(), every]:
+        one = [f.to_json() for f in diagnose_paths(files, processes=1)]
+        for processes in (2, 3):
+            assert [f.to_json() for f in diagnose_paths(files, processes=processes)] == one, (files, processes)
+    assert not _sieve_children()  # they ended with it
+
+
+def test_diagnose_over_sieves_reads_a_run_directory_as_one_process_does(tmp_path: Path) -> None:
+    import json
+
+    from ddptui.core.diagnosis.offline import diagnose_paths
+
+    run = tmp_path / "run"
+    run.mkdir()
+    logs = {"node02": IB * 20, "node03": SOCKET * 20, "node04": CHATTER * 50 + [FAILURE], "node05": ["step 1"]}
+    for node, lines in logs.items():
+        (run / f"{node}.log").write_text("\n".join(lines) + "\n")
+    (run / "summary.json").write_text(json.dumps({"nodes": {
+        "node04": {"state": "failed", "exit_code": 1}, "node05": {"state": "failed", "exit_code": 7}}, "findings": []}))
+    one = [f.to_json() for f in diagnose_paths([run], processes=1)]
+    assert {f["id"] for f in one} >= {"ib-socket-mismatch", "firewall-or-unreachable", "unrecognized-failure"}
+    assert [f.to_json() for f in diagnose_paths([run], processes=4)] == one
+
+
+def test_a_log_a_sieve_cannot_read_is_said_as_diagnose_says_it() -> None:
+    from ddptui.core.diagnosis.offline import DiagnoseInputError, diagnose_paths
+
+    files = [CORPUS / "92-healthy-ib-two-nodes-node0.log", Path("/proc/self/mem"),  # a read of offset 0: EIO
+             CORPUS / "94-healthy-socket-after-ib-disable.log"]
+    said = []
+    for processes in (1, 2, 3):
+        with pytest.raises(DiagnoseInputError) as e:
+            diagnose_paths(files, processes=processes)
+        said.append(str(e.value))
+    assert said == ["/proc/self/mem: cannot read: Input/output error"] * 3
+    assert not _sieve_children()

@@ -41,6 +41,7 @@ from collections import deque
 from typing import IO, Any
 
 from .engine import Engine
+from .sieve import spawn
 
 BLOCK = 1 << 20  # bytes of a log read at a time: a block is scanned while the next is written
 # How much lower the child's priority is than ddptui's (give_way). 4 nodes x 1M NCCL lines on 2
@@ -246,8 +247,7 @@ class Server:
     def start_sieve(self, k: int) -> subprocess.Popen:
         """Sieve `k`: a process of this one's session (its CPU share and nice value), ended by the
         end of its input, which is this process's end."""
-        proc = subprocess.Popen([sys.executable, "-m", "ddptui.core.diagnosis.sieve"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True, bufsize=1 << 16)
+        proc = spawn()
         inbox = self.inbox
 
         def listen() -> None:

@@ -14,6 +14,7 @@ and diagnosed as if each node's log had been given, line numbers counted in each
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import DdptuiError
@@ -22,6 +23,7 @@ from ..slurm.output import OutputSplitter, looks_labeled, split_file
 from .catalog import hidden_ids
 from .engine import Engine
 from .model import Finding
+from .sieve import Sieves
 
 BLOCK = 4 << 20  # characters read and scanned at a time
 
@@ -88,34 +90,44 @@ def _feed_labeled(engine: Engine, path: Path) -> None:
         raise DiagnoseInputError(f"{path}: cannot read: {e.strerror}") from None
 
 
-def diagnose_paths(paths: list[Path], nnodes: int | None = None) -> list[Finding]:
+def text_blocks(path: Path) -> Iterator[str]:
+    """A log's whole lines, a block of them at a time, as one text each (no newline after the last)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:  # text mode: \r\n and \r end lines, as before
+            tail = ""
+            while block := f.read(BLOCK):
+                block = tail + block
+                cut = block.rfind("\n")
+                if cut < 0:
+                    tail = block
+                    continue
+                yield block[:cut]  # whole lines, in bulk: never a list of them
+                tail = block[cut + 1:]
+            if tail:
+                yield tail
+    except IsADirectoryError:
+        raise DiagnoseInputError(f"{path}: is a directory") from None
+    except OSError as e:
+        raise DiagnoseInputError(f"{path}: cannot read: {e.strerror}") from None
+
+
+def diagnose_paths(paths: list[Path], nnodes: int | None = None, processes: int | None = None) -> list[Finding]:
+    """The findings of these logs and run directories. `processes`: this one and the sieves that
+    read logs beside it (sieve.py); None: by cores, where the logs are big enough to be worth it."""
     summaries = {p: _summary(p) for p in paths if p.is_dir()}  # each read once
     logs, found_nnodes, min_busbw = _node_logs(paths, summaries)
     engine = Engine(expected_nnodes=nnodes or found_nnodes, min_busbw_gbps=min_busbw)
     runs = list(summaries.values())
     for s in runs:
         feed_exits(engine, s)
-    for node, path in logs:
-        if path in paths and looks_labeled(path):  # one Slurm batch output: the logs of its nodes
-            _feed_labeled(engine, path)
-            continue
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:  # text mode: \r\n and \r end lines, as before
-                tail = ""
-                while block := f.read(BLOCK):
-                    block = tail + block
-                    cut = block.rfind("\n")
-                    if cut < 0:
-                        tail = block
-                        continue
-                    engine.feed_text(node, block[:cut])  # whole lines, in bulk: never a list of them
-                    tail = block[cut + 1:]
-                if tail:
-                    engine.feed_text(node, tail)
-        except IsADirectoryError:
-            raise DiagnoseInputError(f"{path}: is a directory") from None
-        except OSError as e:
-            raise DiagnoseInputError(f"{path}: cannot read: {e.strerror}") from None
+    plain = [(node, path) for node, path in logs if not (path in paths and looks_labeled(path))]
+    with Sieves(plain, processes) as sieves:
+        for node, path in logs:
+            if (node, path) not in plain:  # one Slurm batch output: the logs of its nodes
+                _feed_labeled(engine, path)
+            elif not sieves.feed(engine, node):  # a sieve's: what it forwarded, in the order it was read
+                for block in text_blocks(path):
+                    engine.feed_text(node, block)
     found = engine.finish()
     for s in runs:
         found = with_stored(found, s.get("findings") or ())

@@ -19,19 +19,25 @@ raises none), so where its finding is active and full the engine's is too; the i
 can raise are never taken as spent by the sieve (a cross finding replaces a rule's of the same id,
 with other evidence). What the sieve does not know, it forwards.
 
+`ddptui diagnose` uses them too (`Sieves`): each reads whole log files as diagnose reads one, and
+diagnose gives the engine what they forwarded, log after log, block by block.
+
 Protocol, one JSON object per line. In (from the engine's process): `reset` {"gen": G}, `node`
-{"node", "path", "offset", "line"}, `grew` {"ends": {node: B}}. Out: {"op": "lines", "gen": G,
-"node": n, "lines": [[number, text], ...], "end": B} once its lines up to byte B are sieved (in
-order, one per node a `grew` names), and {"op": "error", "gen": G, "text": ...}.
+{"node", "path", "offset", "line"}, `grew` {"ends": {node: B}}; from diagnose, `file` {"node",
+"path"}. Out: {"op": "lines", "gen": G, "node": n, "lines": [[number, text], ...], "end": B} once
+its lines up to byte B are sieved (in order, one per node a `grew` names; for a file, one per block
+read, then {"op": "done", "node": n, "error": text or null}), and {"op": "error", "gen": G, "text": ...}.
 """
 
 from __future__ import annotations
 
 import json
 import queue
+import subprocess
 import sys
 import threading
 import traceback
+from pathlib import Path
 from typing import IO, Any
 
 from .engine import Engine
@@ -111,6 +117,8 @@ class SieveServer:
             self.engine = Sieve()
         elif op == "node":
             self.nodes[msg["node"]] = self._follower(msg["path"], msg["offset"], msg["line"])
+        elif op == "file":  # `ddptui diagnose`'s: a whole log, read as diagnose reads one
+            self.read_file(msg["node"], msg["path"])
         elif op == "grew":
             for node, end in msg["ends"].items():
                 try:
@@ -120,6 +128,18 @@ class SieveServer:
                     self.send({"op": "error", "gen": self.gen, "text": traceback.format_exc(limit=8)})
                 self.send({"op": "lines", "gen": self.gen, "node": node, "end": end,
                            "lines": forwarded(node, self.engine.take())})
+
+    def read_file(self, node: str, path: str) -> None:
+        from .offline import DiagnoseInputError, text_blocks
+
+        try:
+            for block in text_blocks(Path(path)):
+                self.engine.feed_text(node, block)
+                self.send({"op": "lines", "gen": self.gen, "node": node, "lines": forwarded(node, self.engine.take())})
+        except DiagnoseInputError as e:
+            self.send({"op": "done", "node": node, "error": str(e)})
+            return
+        self.send({"op": "done", "node": node, "error": None})
 
     def read(self, node: str, end: int) -> None:
         f = self.nodes.get(node)
@@ -134,6 +154,108 @@ class SieveServer:
             else:
                 engine.feed(node, text.split("\n"), line)
         f.read_to(end, feed)
+
+
+def spawn() -> subprocess.Popen:
+    """A sieve process (OSError where none can start). It ends at the end of its input."""
+    return subprocess.Popen([sys.executable, "-m", "ddptui.core.diagnosis.sieve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, bufsize=1 << 16)
+
+
+MIN_BYTES = 32 << 20  # logs smaller in all are read by `diagnose` alone: a sieve's start (~0.1 s) would not pay
+QUEUED = 8  # a node's blocks forwarded and not read yet (of the worst case, a log whose every line is forwarded: 32 MB)
+
+
+class Sieves:
+    """`ddptui diagnose`'s sieves: the logs `plain` [(node, path)] spread over `processes` (by cores
+    where None, if they are big enough), every `processes`-th from the first left to the caller; each
+    sieve reads its logs whole, in order, beside the caller. `feed(engine, node)` gives the engine
+    what the sieve forwarded of that node's log, block by block as it was read (False: the caller
+    reads it). The sieves end with the `with` block."""
+
+    def __init__(self, plain: list[tuple[str, Path]], processes: int | None = None) -> None:
+        if processes is None:
+            from .child import default_processes
+
+            processes = default_processes() if len(plain) > 1 and _size(plain) >= MIN_BYTES else 1
+        k = max(1, min(processes, len(plain)))
+        self.procs: list[subprocess.Popen] = []
+        self.words: dict[str, queue.Queue] = {}
+        for s in range(1, k):
+            mine = [(node, path) for j, (node, path) in enumerate(plain) if j % k == s]
+            try:
+                proc = spawn()
+            except OSError:  # no process (a limit): the caller reads these logs itself
+                continue
+            self.procs.append(proc)
+            words = {node: queue.Queue(QUEUED) for node, _ in mine}  # bounded: a sieve waits for the caller
+            self.words.update(words)
+            threading.Thread(target=_route, args=(proc, words), daemon=True).start()
+            assert proc.stdin is not None
+            proc.stdin.write("".join(json.dumps({"op": "file", "node": node, "path": str(path)}) + "\n"
+                                     for node, path in mine))
+            proc.stdin.flush()
+
+    def feed(self, engine: Engine, node: str) -> bool:
+        from ..errors import DdptuiError
+        from .offline import DiagnoseInputError
+
+        words = self.words.get(node)
+        if words is None:
+            return False
+        while True:
+            msg = words.get()
+            if msg["op"] == "lines":
+                engine.feed_sparse(node, msg["lines"])
+            elif msg["op"] == "done":
+                if msg["error"]:
+                    raise DiagnoseInputError(msg["error"])
+                return True
+            else:  # its sieve failed (a bug: its traceback) or ended (killed) before it was done
+                raise DdptuiError(f"{node}: the diagnosis process reading it failed: {msg.get('text', '')}")
+
+    def __enter__(self) -> Sieves:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            try:
+                proc.stdin.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _size(plain: list[tuple[str, Path]]) -> int:
+    total = 0
+    for _, path in plain:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def _route(proc: subprocess.Popen, words: dict[str, queue.Queue]) -> None:
+    """A sieve's words, to the queue of the node each is about; its end (or an error) to all."""
+    assert proc.stdout is not None
+    for raw in proc.stdout:
+        msg = json.loads(raw)
+        if msg.get("node") in words:
+            words[msg["node"]].put(msg)
+        else:
+            for q in words.values():
+                q.put(msg)
+    rc = proc.wait()
+    for q in words.values():
+        try:
+            q.put_nowait({"op": "ended", "text": f"it ended (rc {rc})"})
+        except queue.Full:  # nobody reads it any more (the caller stopped at an error)
+            pass
 
 
 def main() -> int:
