@@ -330,3 +330,33 @@ def test_a_log_a_sieve_cannot_read_is_said_as_diagnose_says_it() -> None:
         said.append(str(e.value))
     assert said == ["/proc/self/mem: cannot read: Input/output error"] * 3
     assert not _sieve_children()
+
+
+def test_a_relaunch_does_not_drop_what_waited_for_a_sieve(tmp_path: Path) -> None:
+    """A node's exit and the run's finish that wait for a sieve's lines when the next launch
+    begins are carried out with what was read: the failure is still said."""
+    import io
+    import json
+    import queue
+
+    from ddptui.core.diagnosis.child import Server
+
+    for n in ("node02", "node03"):
+        (tmp_path / f"{n}.log").write_text("step 1\n")
+    out = io.StringIO()
+    server = Server(out, queue.SimpleQueue())
+    ends = {n: (tmp_path / f"{n}.log").stat().st_size for n in ("node02", "node03")}
+    try:
+        for w in [{"op": "reset", "expected_nnodes": 2, "processes": 2},
+                  *({"op": "node", "node": n, "path": str(tmp_path / f"{n}.log"), "offset": 0, "line": 1} for n in ends),
+                  {"op": "grew", "ends": ends},
+                  {"op": "exited", "node": "node03", "rc": 7, "end": ends["node03"]},  # waits for the sieve
+                  {"op": "finish", "ends": ends},
+                  {"op": "reset", "expected_nnodes": 2, "processes": 2}]:  # before the sieve said a word
+            server.step(json.dumps(w))
+    finally:
+        for proc in server.sieves.values():
+            proc.stdin.close()
+            proc.wait(10)
+    said = [m["finding"] for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "change"]
+    assert [(f["id"], f["nodes"]) for f in said] == [("unrecognized-failure", ["node03"])]

@@ -49,7 +49,7 @@ BLOCK = 1 << 20  # bytes of a log read at a time: a block is scanned while the n
 # ddptui's priority, 1.37-1.44 s at this one; the verdict up to 1 s later (10.3-11.3 s after the
 # last line on disk, against 10.1-10.3 s), the diagnosis' work moved from the flood to after it.
 NICE = 10
-MAX_PROCESSES = 4  # the diagnosis's processes, this one and its sieves (sieve.py), one node each at most
+MAX_PROCESSES = 4  # the diagnosis's processes at most, this one and its sieves (sieve.py)
 
 
 class Follower:
@@ -183,26 +183,26 @@ class Server:
             if any(self.done.get(n, 0) < e for n, e in ends.items() if self.shard.get(n, 0)):
                 return  # a sieve still reads them: its word brings this back
             self.waiting.popleft()  # before it is carried out: one that fails is not tried again
-            if op == "text":
-                self.engine.feed(msg["node"], msg["text"].split("\n"), msg["line"])
-            elif op == "exited":
-                self.engine.node_exited(msg["node"], msg["rc"])
-            elif op == "finish":
-                self.engine.finish()
-            else:
-                self.synced(msg["seq"])
+            self.carry_out(msg)
 
-    def synced(self, seq: int) -> None:
-        self.send({"op": "synced", "seq": seq, "findings": [f.to_json() for f in self.engine.findings],
-                   "error": self.error})
-        self.error = None
+    def carry_out(self, msg: dict[str, Any]) -> None:
+        op = msg["op"]
+        if op == "text":
+            self.engine.feed(msg["node"], msg["text"].split("\n"), msg["line"])
+        elif op == "exited":
+            self.engine.node_exited(msg["node"], msg["rc"])
+        elif op == "finish":
+            self.engine.finish()
+        else:
+            self.send({"op": "synced", "seq": msg["seq"], "findings": [f.to_json() for f in self.engine.findings],
+                       "error": self.error})
+            self.error = None
 
     def answer_waiting(self) -> None:
-        """A new launch: syncs of the one before are answered with what it found; the rest is moot."""
-        for msg in self.waiting:
-            if msg["op"] == "sync":
-                self.synced(msg["seq"])
-        self.waiting.clear()
+        """A new launch: what waited for the launch before's lines is done with what was read of
+        them (its sieves' next words are not this launch's)."""
+        while self.waiting:
+            self.carry_out(self.waiting.popleft())
 
     def read_all(self, ends: dict[str, int]) -> None:
         asks: dict[int, dict[str, int]] = {}
