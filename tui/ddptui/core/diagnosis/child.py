@@ -77,6 +77,17 @@ class Follower:
             feed(text, self.line)
             self.line += text.count("\n") + 1
 
+    def feed_to(self, engine: Engine, node: str, end: int) -> None:
+        """Its lines up to byte `end` to `engine`, as `node`'s: in bulk where they follow the lines
+        it has (as always), else numbered."""
+        def feed(text: str, line: int) -> None:
+            st = engine.nodes.get(node)
+            if st is not None and st.lines == line - 1:
+                engine.feed_text(node, text)
+            else:
+                engine.feed(node, text.split("\n"), line)
+        self.read_to(end, feed)
+
     def close(self) -> None:
         if self.f is not None:
             self.f.close()
@@ -221,16 +232,7 @@ class Server:
         if f is None:
             self.wanted[node] = max(self.wanted.get(node, 0), end)
             return
-        st = self.engine.nodes.get(node)
-
-        def feed(text: str, line: int) -> None:
-            nonlocal st
-            if st is not None and st.lines == line - 1:  # in order, as always: the bulk scan
-                self.engine.feed_text(node, text)
-            else:
-                self.engine.feed(node, text.split("\n"), line)
-                st = self.engine.nodes.get(node)
-        f.read_to(end, feed)
+        f.feed_to(self.engine, node, end)
         self.done[node] = max(self.done.get(node, 0), end)
 
     # ---- the sieves ----------------------------------------------------------------------------

@@ -128,15 +128,7 @@ class EngineProcess:
             self._cond.notify_all()
             proc = self._proc
         if proc is not None and proc.stdin:
-            try:
-                proc.stdin.close()  # the child ends at the end of its input
-            except OSError:
-                pass
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            end_input(proc)
 
     # ---- the threads ---------------------------------------------------------------------------
     def _put(self, word: dict) -> None:
@@ -213,3 +205,17 @@ class EngineProcess:
         assert proc.stderr is not None
         for line in proc.stderr:
             self._stderr.append(line.rstrip())
+
+
+def end_input(proc: subprocess.Popen, wait: float = 5.0) -> None:
+    """End a diagnosis process (the child, a sieve) as it ends: at the end of its input; killed if
+    it has not within `wait` seconds."""
+    try:
+        proc.stdin.close()  # type: ignore[union-attr]
+    except OSError:
+        pass
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

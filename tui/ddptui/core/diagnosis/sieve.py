@@ -42,6 +42,7 @@ from typing import IO, Any
 
 from .engine import Engine
 from .facts import NodeState
+from .process import end_input
 from .rules import CROSS_RULES
 
 # every id a cross rule (or the engine's own cross judgements) raises
@@ -55,7 +56,7 @@ class Sieve(Engine):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self.kept = []
+        self.kept: list[tuple[str, int, str]] = []
 
     def _after_batch(self) -> None:
         pass  # no cross rule, no bandwidth verdict: the engine's, over every node
@@ -143,17 +144,8 @@ class SieveServer:
 
     def read(self, node: str, end: int) -> None:
         f = self.nodes.get(node)
-        if f is None:
-            return
-        engine = self.engine
-
-        def feed(text: str, line: int) -> None:
-            st = engine.nodes.get(node)
-            if st is not None and st.lines == line - 1:
-                engine.feed_text(node, text)
-            else:
-                engine.feed(node, text.split("\n"), line)
-        f.read_to(end, feed)
+        if f is not None:
+            f.feed_to(self.engine, node, end)
 
 
 def spawn() -> subprocess.Popen:
@@ -219,15 +211,7 @@ class Sieves:
 
     def __exit__(self, *exc: object) -> None:
         for proc in self.procs:
-            try:
-                proc.stdin.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            end_input(proc)
 
 
 def _size(plain: list[tuple[str, Path]]) -> int:
