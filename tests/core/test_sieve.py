@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.stream import children
 from ddptui.core.diagnosis.engine import Engine
 from ddptui.core.diagnosis.live import LiveDiagnosis
 from ddptui.core.logs.rundir import RunDir
@@ -113,14 +114,8 @@ FAILURE = ("node05:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: C
            "returned 113(No route to host) errno 115(Operation now in progress)")
 
 
-def sieve_pids(child: int) -> list[int]:
-    kids = []
-    for task in Path(f"/proc/{child}/task").glob("*"):
-        try:
-            kids += [int(x) for x in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return [k for k in kids if b"ddptui.core.diagnosis.sieve" in Path(f"/proc/{k}/cmdline").read_bytes()]
+def sieve_pids(parent: int) -> list[int]:
+    return children(parent, b"ddptui.core.diagnosis.sieve")
 
 
 def gone(pid: int, within: float = 10.0) -> bool:
@@ -290,18 +285,34 @@ def _sieve_children() -> list[int]:
     return sieve_pids(os.getpid())
 
 
-def test_diagnose_over_sieves_finds_what_one_process_finds() -> None:
+@pytest.fixture
+def spawned(monkeypatch) -> list:
+    """The sieves `ddptui diagnose` started (the real ones, counted): an answer that equals one
+    process's must not be one process's for want of sieves."""
+    from ddptui.core.diagnosis import sieve
+
+    started: list = []
+    real = sieve.spawn
+    monkeypatch.setattr(sieve, "spawn", lambda: started.append(real()) or started[-1])
+    return started
+
+
+def test_diagnose_over_sieves_finds_what_one_process_finds(spawned: list) -> None:
     from ddptui.core.diagnosis.offline import diagnose_paths
 
     every = [f for files in GROUPS.values() for f in files]  # each corpus job, and all of them as one run
     for files in [*GROUPS.values(), every]:
         one = [f.to_json() for f in diagnose_paths(files, processes=1)]
+        assert not spawned
         for processes in (2, 3):
             assert [f.to_json() for f in diagnose_paths(files, processes=processes)] == one, (files, processes)
+        # a sieve for each group of logs but the one read here, at 2 and then 3 processes
+        assert len(spawned) == sum(min(p, len(files)) - 1 for p in (2, 3)), files
+        spawned.clear()
     assert not _sieve_children()  # they ended with it
 
 
-def test_diagnose_over_sieves_reads_a_run_directory_as_one_process_does(tmp_path: Path) -> None:
+def test_diagnose_over_sieves_reads_a_run_directory_as_one_process_does(tmp_path: Path, spawned: list) -> None:
     import json
 
     from ddptui.core.diagnosis.offline import diagnose_paths
@@ -316,6 +327,7 @@ def test_diagnose_over_sieves_reads_a_run_directory_as_one_process_does(tmp_path
     one = [f.to_json() for f in diagnose_paths([run], processes=1)]
     assert {f["id"] for f in one} >= {"ib-socket-mismatch", "firewall-or-unreachable", "unrecognized-failure"}
     assert [f.to_json() for f in diagnose_paths([run], processes=4)] == one
+    assert len(spawned) == 3  # the 4 logs: one read here, three by sieves
 
 
 def test_a_log_a_sieve_cannot_read_is_said_as_diagnose_says_it() -> None:

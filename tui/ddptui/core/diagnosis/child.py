@@ -95,7 +95,7 @@ class Follower:
 
 
 class Server:
-    def __init__(self, out: IO[str], inbox: queue.SimpleQueue | None = None) -> None:
+    def __init__(self, out: IO[str], inbox: queue.SimpleQueue) -> None:
         self.out = out
         self.inbox = inbox  # where the sieves' words come in, beside the parent's
         self.engine = Engine()
@@ -105,7 +105,7 @@ class Server:
         self.gen = 0  # launches so far: a sieve's word of the launch before is not this one's
         self.processes = 1
         self.shard: dict[str, int] = {}  # node -> the sieve that reads it (0: this process)
-        self.done: dict[str, int] = {}  # node -> the end of its log read so far
+        self.done: dict[str, int] = {}  # a sieve's node -> the end of its log it has read
         self.asked: dict[str, int] = {}  # a sieve's node -> the end it was asked to read
         self.waiting: deque[dict] = deque()  # text, exited, finish, sync: each once the lines before it are read
         self.sieves: dict[int, subprocess.Popen] = {}
@@ -128,7 +128,7 @@ class Server:
             sys.stderr.flush()
             os._exit(3)
         elif op == "reset":
-            self.answer_waiting()
+            self.settle_waiting()
             for f in self.nodes.values():
                 f.close()
             self.nodes = {}  # `wanted` stays: a grew said before the reset it follows (ends never shrink)
@@ -165,11 +165,10 @@ class Server:
         k = self.shard.get(node)
         if k is None:
             k = self.shard[node] = len(self.shard) % self.processes
-        self.done[node] = max(self.done.get(node, 0), msg["offset"])
         if k:
             try:
                 self.to_sieve(k, msg)
-                self.asked[node] = msg["offset"]
+                self.asked[node] = self.done[node] = msg["offset"]
             except OSError as e:  # no sieve could start (a limit on processes or files): read it here
                 sys.stderr.write(f"ddptui diagnosis: no sieve ({e}); one process reads every node\n")
                 self.processes = 1
@@ -209,7 +208,7 @@ class Server:
                        "error": self.error})
             self.error = None
 
-    def answer_waiting(self) -> None:
+    def settle_waiting(self) -> None:
         """A new launch: what waited for the launch before's lines is done with what was read of
         them (its sieves' next words are not this launch's)."""
         while self.waiting:
@@ -233,7 +232,6 @@ class Server:
             self.wanted[node] = max(self.wanted.get(node, 0), end)
             return
         f.feed_to(self.engine, node, end)
-        self.done[node] = max(self.done.get(node, 0), end)
 
     # ---- the sieves ----------------------------------------------------------------------------
     def to_sieve(self, k: int, msg: dict[str, Any]) -> None:
@@ -253,7 +251,7 @@ class Server:
         inbox = self.inbox
 
         def listen() -> None:
-            assert proc.stdout is not None and inbox is not None
+            assert proc.stdout is not None
             for raw in proc.stdout:
                 inbox.put(raw)
             inbox.put(json.dumps({"op": "sieve-ended", "sieve": k, "rc": proc.wait()}))

@@ -120,10 +120,10 @@ def diagnose_paths(paths: list[Path], nnodes: int | None = None, processes: int 
     runs = list(summaries.values())
     for s in runs:
         feed_exits(engine, s)
-    plain = [(node, path) for node, path in logs if not (path in paths and looks_labeled(path))]
-    with Sieves(plain, processes) as sieves:
+    labeled = {path for _, path in logs if path in paths and looks_labeled(path)}  # Slurm batch outputs
+    with Sieves([(node, path) for node, path in logs if path not in labeled], processes) as sieves:
         for node, path in logs:
-            if (node, path) not in plain:  # one Slurm batch output: the logs of its nodes
+            if path in labeled:  # one Slurm batch output: the logs of its nodes
                 _feed_labeled(engine, path)
             elif not sieves.feed(engine, node):  # a sieve's: what it forwarded, in the order it was read
                 for block in text_blocks(path):

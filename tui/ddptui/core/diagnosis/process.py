@@ -207,15 +207,15 @@ class EngineProcess:
             self._stderr.append(line.rstrip())
 
 
-def end_input(proc: subprocess.Popen, wait: float = 5.0) -> None:
+def end_input(proc: subprocess.Popen) -> None:
     """End a diagnosis process (the child, a sieve) as it ends: at the end of its input; killed if
-    it has not within `wait` seconds."""
+    it has not within 5 s."""
     try:
         proc.stdin.close()  # type: ignore[union-attr]
     except OSError:
         pass
     try:
-        proc.wait(wait)
+        proc.wait(5)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
