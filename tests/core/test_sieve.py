@@ -372,3 +372,41 @@ def test_a_relaunch_does_not_drop_what_waited_for_a_sieve(tmp_path: Path) -> Non
             proc.wait(10)
     said = [m["finding"] for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "change"]
     assert [(f["id"], f["nodes"]) for f in said] == [("unrecognized-failure", ["node03"])]
+
+
+def test_the_sieves_are_asked_before_the_diagnosis_process_reads_its_own_nodes(tmp_path: Path) -> None:
+    """One word of where the logs end may cover a flood's worth of every node (words coalesce while
+    the diagnosis process is busy): the sieves must have their share before this process starts on
+    its own, or they wait for it and the nodes are read one process after the other."""
+    import io
+    import json
+    import queue
+
+    from ddptui.core.diagnosis.child import Server
+
+    nodes = ("node02", "node03", "node04", "node05")
+    for n in nodes:
+        (tmp_path / f"{n}.log").write_text("step 1\nstep 2\n")
+    out, inbox = io.StringIO(), queue.SimpleQueue()
+    server = Server(out, inbox)
+    order: list[tuple[str, str]] = []
+    to_sieve, read = server.to_sieve, server.read
+    server.to_sieve = lambda k, msg: (order.append(("sieve", msg["op"])), to_sieve(k, msg))[1]
+    server.read = lambda node, end: (order.append(("read", node)), read(node, end))[1]
+    ends = {n: (tmp_path / f"{n}.log").stat().st_size for n in nodes}
+    try:
+        for w in [{"op": "reset", "expected_nnodes": 4, "processes": 2},
+                  *({"op": "node", "node": n, "path": str(tmp_path / f"{n}.log"), "offset": 0, "line": 1} for n in nodes)]:
+            server.step(json.dumps(w))
+        order.clear()
+        server.step(json.dumps({"op": "grew", "ends": ends}))
+        server.step(json.dumps({"op": "sync", "seq": 1, "ends": ends}))
+        while '"synced"' not in out.getvalue():
+            server.step(inbox.get(timeout=30))  # the sieve's words
+    finally:
+        for proc in server.sieves.values():
+            proc.stdin.close()
+            proc.wait(10)
+    assert order[:3] == [("sieve", "grew"), ("read", "node02"), ("read", "node04")], order
+    (answer,) = [m for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "synced"]
+    assert answer["error"] is None

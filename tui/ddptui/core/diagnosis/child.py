@@ -215,16 +215,18 @@ class Server:
             self.carry_out(self.waiting.popleft())
 
     def read_all(self, ends: dict[str, int]) -> None:
+        """The sieves are asked first: they read their nodes while this process reads its own."""
         asks: dict[int, dict[str, int]] = {}
         for node, end in ends.items():
             k = self.shard.get(node, 0)
-            if not k:
-                self.read(node, end)
-            elif end > self.asked.get(node, 0):
+            if k and end > self.asked.get(node, 0):
                 self.asked[node] = end
                 asks.setdefault(k, {})[node] = end
         for k, grown in asks.items():
             self.to_sieve(k, {"op": "grew", "ends": grown})
+        for node, end in ends.items():
+            if not self.shard.get(node, 0):
+                self.read(node, end)
 
     def read(self, node: str, end: int) -> None:
         f = self.nodes.get(node)
