@@ -123,3 +123,29 @@ def test_a_node_whose_errors_are_all_consequences_stays_remote_rank_died() -> No
             engine.feed("n", split(f)[1])
         engine.node_exited("n", 1)
         assert [x.id for x in engine.finish()] == ["remote-rank-died"], files
+
+
+def test_the_exit_barrier_race_after_success_is_said_as_such_not_as_a_failure() -> None:
+    """8 local nodes, every worker succeeded, every node exited 0; the last agent at torchrun's exit
+    barrier found the master's store closed and logged a traceback (27-exit-barrier-race). ddptui
+    said `unrecognized-failure` (an error) on that node of a good run; it is the race, said as
+    information, with the line that shows it."""
+    engine = Engine(expected_nnodes=8)
+    for f in GROUPS["27"]:
+        engine.feed(f.stem.rsplit("-", 1)[1], split(f)[1])
+        engine.node_exited(f.stem.rsplit("-", 1)[1], 0)
+    (f,) = engine.finish()
+    assert (f.id, f.severity, f.nodes) == ("exit-barrier-race", "info", ["n5"])
+    assert "Error waiting on exit barrier" in f.evidence[0].text
+
+
+def test_an_exit_barrier_error_after_failed_workers_is_still_a_failure() -> None:
+    """The same node's log with its workers failed (the word torch prints then, and exit 1): the
+    barrier's traceback explains nothing, and the node is a failed one."""
+    (log,) = [f for f in GROUPS["27"] if f.stem.endswith("-n5")]
+    body = [l.replace("WorkerState.SUCCEEDED", "WorkerState.FAILED") for l in split(log)[1]]
+    assert body != split(log)[1]
+    engine = Engine(expected_nnodes=8)
+    engine.feed("n5", body)
+    engine.node_exited("n5", 1)
+    assert [x.id for x in engine.finish()] == ["unrecognized-failure"]

@@ -68,3 +68,19 @@ def test_a_node_state_says_its_word_once() -> None:
                   E.NodeState("n2", NodeStatus.UNREACHABLE, "timed out after 3 s"), E.NodeState("n3", NodeStatus.LOST, "")])
     assert [x.split("│", 1)[1].strip() for x in out.getvalue().splitlines()] == [
         "n1: exited 0", "n1: stopped (rc=143)", "n2: unreachable — timed out after 3 s", "n3: lost"]
+
+
+def test_a_finding_is_marked_as_what_it_is() -> None:
+    """A good run's information (torchrun's exit barrier race) is no warning sign; a problem is one,
+    and a settled finding is ticked."""
+    from ddptui.core.diagnosis.catalog import finding
+
+    race = finding("exit-barrier-race", ["n5"], "n5: torchrun's exit barrier failed after this node's workers succeeded", [])
+    failed = finding("unrecognized-failure", ["n1"], "n1: ValueError: bad", [])
+    settled = finding("master-not-started", ["n1"], "n1: waits for the master", [])
+    settled.state = "resolved"
+    out = io.StringIO()
+    printed(out, [E.FindingRaised(race), E.FindingRaised(failed), E.FindingRaised(settled)])
+    assert [l.split("│ ", 1)[1].split(":", 1)[0] for l in out.getvalue().splitlines()] == [
+        "ℹ exit-barrier-race (info, active)", "⚠ unrecognized-failure (error, active)",
+        "✓ master-not-started (warning, resolved)"]

@@ -60,10 +60,12 @@ def _headless(args: argparse.Namespace, runs_dir) -> int:
 
 
 def _verdict(printer, att) -> None:
+    from .cli_printer import mark_of
+
     w = printer.width
     findings = [f for f in att.findings if f.active]
     for f in findings:
-        printer._w(f"{'ddptui':<{w}} │ ⚠ {f.id} ({f.severity}): {f.summary}")
+        printer._w(f"{'ddptui':<{w}} │ {mark_of(f)} {f.id} ({f.severity}): {f.summary}")
     state = att.final.state if att.final else "unknown"
     verdict = "ok" if att.ok else "FAILED"
     printer._w(f"{'ddptui':<{w}} │ {verdict}: slurm job {att.job_id} {state}"

@@ -8,6 +8,11 @@ import threading
 from json.encoder import encode_basestring_ascii as esc  # json.dumps of a str (C)
 
 
+def mark_of(f) -> str:
+    """A finding's mark in the text output: ✓ settled, ℹ information (a good run's), ⚠ a problem."""
+    return "✓" if not f.active else "ℹ" if f.severity == "info" else "⚠"
+
+
 class Printer:
     """Headless output: `node │ line`, flushed line by line even into a pipe; or JSON events.
     With a Redactor, nothing secret is printed: node output is searched for the known values (one
@@ -52,8 +57,7 @@ class Printer:
             elif isinstance(ev, E.FindingRaised):
                 f = ev.finding
                 env = " ".join(f"{k}={v}" for k, v in (f.fix.env if f.fix else {}).items())
-                mark = "⚠" if f.active else "✓"
-                self._w(f"{'ddptui':<{self.width}} │ {mark} {f.id} ({f.severity}, {f.state}): {f.summary}"
+                self._w(f"{'ddptui':<{self.width}} │ {mark_of(f)} {f.id} ({f.severity}, {f.state}): {f.summary}"
                         + (f" — fix: {env}" if env and f.active else ""))
             elif isinstance(ev, E.PlaybookRevised):
                 self._w(f"{'ddptui':<{self.width}} │ fix for {ev.finding_id} written to {ev.path}; running it")

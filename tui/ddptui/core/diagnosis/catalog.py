@@ -268,6 +268,15 @@ _CAUSES = (
           "fell back to TCP sockets, uses a slow interface, or the fabric is degraded.",
           _manual("check NCCL_DEBUG=INFO's 'Using network' line and the interface it names; measure the link "
                   "alone (ib_write_bw, iperf3) between the nodes")),
+    Cause("exit-barrier-race", "info", "torchrun's exit barrier failed after this node's workers succeeded",
+          "Once its workers are done, torchrun's agent waits at an exit barrier on the store the master's agent "
+          "hosts. The master's agent leaves as soon as it sees the last agent arrive and closes the store, and the "
+          "last one may still be waiting on it: that node logs 'Error waiting on exit barrier' with a traceback "
+          "('Failed to recv', 'Connection reset') and exits with its workers' result anyway. A known race in torch "
+          "elastic (pytorch/pytorch#69520), seen on most runs of 8 nodes or more; the barrier also gives up when "
+          "another node never gets there (that node's own finding says why). The node did not fail.",
+          _manual("nothing to fix on this node: its workers succeeded and torchrun exited with their result; the "
+                  "traceback is the agent's, after the job")),
     Cause("unrecognized-failure", "error", "a failure ddptui does not recognize",
           "The job failed, but no known cause matched its output (a Python exception in the training script is "
           "one): the evidence is each node's first error.",

@@ -139,6 +139,10 @@ RULES: tuple[Rule, ...] = (
                               r"[Ss]ignal (\d+) \(SIG\w+\) received", r"exits with return code = -(\d+)"),
          decide=C.decide_signal),
     Rule("segfault-exit-11", (r"Segmentation fault",)),
+    # torch elastic logs the barrier's error and goes on (agent/server/api.py `_exit_barrier`): after
+    # its workers succeeded, the node's exception lines are the agent's, not a failure
+    Rule("exit-barrier-race", (r"Error waiting on exit barrier",),
+         requires=(r"Local worker group finished \((?:WorkerState\.)?SUCCEEDED\)",)),
     Rule("remote-rank-died", (r"ncclRemoteError", r"Call to recv from \S+ failed : (Broken pipe|Connection reset by peer)",
                               r"Connection closed by peer \[([\d.]+)\]", r"Connection reset by peer \[([\d.]+)\]")),
     Rule("tcpstore-timeout", (r"client socket has timed out after (\d+)(ms|s) while trying to connect to \(?([\w.:-]+)",),
