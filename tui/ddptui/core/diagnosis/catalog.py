@@ -273,7 +273,7 @@ _CAUSES = (
           "hosts. The master's agent leaves as soon as it sees the last agent arrive and closes the store, and the "
           "last one may still be waiting on it: that node logs 'Error waiting on exit barrier' with a traceback "
           "('Failed to recv', 'Connection reset') and exits with its workers' result anyway. A known race in torch "
-          "elastic (pytorch/pytorch#69520), seen on most runs of 8 nodes or more; the barrier also gives up when "
+          "elastic (pytorch/pytorch#69520), the likelier the more nodes there are; the barrier also gives up when "
           "another node never gets there (that node's own finding says why). The node did not fail.",
           _manual("nothing to fix on this node: its workers succeeded and torchrun exited with their result; the "
                   "traceback is the agent's, after the job")),
