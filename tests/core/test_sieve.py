@@ -268,16 +268,28 @@ def test_lines_that_missed_the_log_are_read_after_the_lines_the_log_holds(tmp_pa
               {"op": "text", "node": "node03", "line": 2, "text": joined},  # before the sieve has said a word
               {"op": "sync", "seq": 1, "ends": ends}]:
         server.step(json.dumps(w))
+    (f,) = until_synced(server, inbox, out)["findings"]
+    assert (f["id"], f["state"], f["evidence"][0]["line"]) == ("master-not-started", "resolved", 1)
+
+
+def end_sieves(server) -> None:
+    for proc in server.sieves.values():
+        proc.stdin.close()
+        proc.wait(10)
+
+
+def until_synced(server, inbox, out) -> dict:
+    """A diagnosis process (child.Server) stepped through its sieves' words until it answers the
+    sync; its sieves then end. The answer."""
+    import json
+
     try:
         while '"synced"' not in out.getvalue():
-            server.step(inbox.get(timeout=30))  # the sieve's words
+            server.step(inbox.get(timeout=30))  # the sieves' words
     finally:
-        for proc in server.sieves.values():
-            proc.stdin.close()
-            proc.wait(10)
+        end_sieves(server)
     (answer,) = [m for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "synced"]
-    (f,) = answer["findings"]
-    assert (f["id"], f["state"], f["evidence"][0]["line"]) == ("master-not-started", "resolved", 1)
+    return answer
 
 
 # ---- `ddptui diagnose`: logs read by sieves beside it ------------------------------------------
@@ -367,9 +379,7 @@ def test_a_relaunch_does_not_drop_what_waited_for_a_sieve(tmp_path: Path) -> Non
                   {"op": "reset", "expected_nnodes": 2, "processes": 2}]:  # before the sieve said a word
             server.step(json.dumps(w))
     finally:
-        for proc in server.sieves.values():
-            proc.stdin.close()
-            proc.wait(10)
+        end_sieves(server)
     said = [m["finding"] for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "change"]
     assert [(f["id"], f["nodes"]) for f in said] == [("unrecognized-failure", ["node03"])]
 
@@ -401,12 +411,8 @@ def test_the_sieves_are_asked_before_the_diagnosis_process_reads_its_own_nodes(t
         order.clear()
         server.step(json.dumps({"op": "grew", "ends": ends}))
         server.step(json.dumps({"op": "sync", "seq": 1, "ends": ends}))
-        while '"synced"' not in out.getvalue():
-            server.step(inbox.get(timeout=30))  # the sieve's words
+        answer = until_synced(server, inbox, out)
     finally:
-        for proc in server.sieves.values():
-            proc.stdin.close()
-            proc.wait(10)
+        end_sieves(server)  # closing twice is nothing
     assert order[:3] == [("sieve", "grew"), ("read", "node02"), ("read", "node04")], order
-    (answer,) = [m for m in map(json.loads, out.getvalue().splitlines()) if m["op"] == "synced"]
     assert answer["error"] is None
