@@ -125,17 +125,18 @@ def test_a_node_whose_errors_are_all_consequences_stays_remote_rank_died() -> No
         assert [x.id for x in engine.finish()] == ["remote-rank-died"], files
 
 
-def test_the_exit_barrier_race_after_success_is_said_as_such_not_as_a_failure() -> None:
-    """8 local nodes, every worker succeeded, every node exited 0; the last agent at torchrun's exit
-    barrier found the master's store closed and logged a traceback (27-exit-barrier-race). ddptui
-    said `unrecognized-failure` (an error) on that node of a good run; it is the race, said as
-    information, with the line that shows it."""
+@pytest.mark.parametrize("key, node", [("27", "n5"), ("28", "node09")], ids=["local", "ssh"])
+def test_the_exit_barrier_race_after_success_is_said_as_such_not_as_a_failure(key: str, node: str) -> None:
+    """8 nodes (local; over ssh on the namespace cluster), every worker succeeded, every node exited
+    0; the last agent at torchrun's exit barrier found the master's store closed and logged a
+    traceback. ddptui said `unrecognized-failure` (an error) on that node of a good run; it is the
+    race, said as information, with the line that shows it."""
     engine = Engine(expected_nnodes=8)
-    for f in GROUPS["27"]:
+    for f in GROUPS[key]:
         engine.feed(f.stem.rsplit("-", 1)[1], split(f)[1])
         engine.node_exited(f.stem.rsplit("-", 1)[1], 0)
     (f,) = engine.finish()
-    assert (f.id, f.severity, f.nodes) == ("exit-barrier-race", "info", ["n5"])
+    assert (f.id, f.severity, f.nodes) == ("exit-barrier-race", "info", [node])
     assert "Error waiting on exit barrier" in f.evidence[0].text
 
 
