@@ -18,7 +18,7 @@ from ddptui.core.diagnosis.live import LiveDiagnosis
 from ddptui.core.logs.rundir import RunDir
 from ddptui.core.diagnosis.rules import Rule
 from ddptui.core.diagnosis.engine import runs
-from ddptui.core.diagnosis.sieve import CROSS_IDS, Sieve, forwarded
+from ddptui.core.diagnosis.sieve import CROSS_IDS, Sieve
 from tests.core.test_diagnosis_corpus import CONTEXT, GROUPS, split
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -46,7 +46,7 @@ def sieved(key: str, one_each: bool) -> tuple[list[dict], int, int]:
         sieve = Sieve() if one_each else shared
         for i in range(0, len(lines), 50):
             sieve.feed_text(node, "\n".join(lines[i:i + 50]))
-            fw = forwarded(node, sieve.take())
+            fw = sieve.take()
             read += len(lines[i:i + 50])
             sent += len(fw)
             e.feed_sparse(node, fw)
@@ -71,7 +71,7 @@ def test_init_chatter_is_sieved_to_the_lines_that_say_something() -> None:
     lines = chatter * 1000 + [failure]
     s = Sieve()
     s.feed_text("node02", "\n".join(lines))
-    fw = forwarded("node02", s.take())
+    fw = s.take()
     assert len(fw) <= 2 * len(chatter)  # the first copy's facts, then nothing until the failure
     assert fw[-1] == [len(lines), failure]
     e = Engine()
@@ -96,13 +96,17 @@ def test_a_sieve_raises_no_cross_finding_and_never_takes_a_cross_ids_lines_as_sp
     s = Sieve(rules=rules, signs=())
     s.feed("n", [f"socketFinalizeAccept: wrong type 4 != 3 (try {i})" for i in range(10)])
     s.feed("n", [f"link eth{i} down" for i in range(10)])
-    fw = forwarded("n", s.take())
+    fw = s.take()
     assert [n for n, _ in fw] == [*range(1, 11), *range(11, 16)]
 
 
 def test_runs_are_an_engines_batches() -> None:
     assert runs([[3, "a"], [4, "b"], [9, "c"]]) == [(3, ["a", "b"]), (9, ["c"])]
-    assert forwarded("n", [("n", 3, "a"), ("n", 3, "a"), ("m", 4, "x"), ("n", 5, "b")]) == [[3, "a"], [5, "b"]]
+    # a line read whole (its facts) that a pattern also matches (a sign) is forwarded once
+    s = Sieve()
+    s.feed("n", ["x", "n:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.3<0>", "y",
+                 "n:1:1 [0] misc/socket.cc:1 NCCL WARN Net : Connection closed by remote peer"])
+    assert [n for n, _ in s.take()] == [2, 4] and s.take() == []
 
 
 # ---- in a run: the diagnosis process and its sieves -------------------------------------------
@@ -416,3 +420,19 @@ def test_the_sieves_are_asked_before_the_diagnosis_process_reads_its_own_nodes(t
         end_sieves(server)  # closing twice is nothing
     assert order[:3] == [("sieve", "grew"), ("read", "node02"), ("read", "node04")], order
     assert answer["error"] is None
+
+
+def test_every_id_the_engine_raises_across_nodes_is_one_a_sieve_never_takes_as_spent(monkeypatch) -> None:
+    """CROSS_IDS is written down (the cross rules' ids and the engine's own three): every id the
+    engine raises through `_raise_cross` on the corpus must be in it, or a sieve would take that
+    id's lines as spent against a finding that is not its own."""
+    raised: set[str] = set()
+    real = Engine._raise_cross
+    monkeypatch.setattr(Engine, "_raise_cross", lambda self, fid, *a, **k: (raised.add(fid), real(self, fid, *a, **k))[1])
+    for key in GROUPS:
+        e = Engine(**CONTEXT.get(key, {}))
+        for node, lines in bodies(key):
+            e.feed(node, lines)
+        e.finish()
+    assert {"nccl-version-mismatch", "ranks-not-joined", "unrecognized-failure"} <= raised  # it looked
+    assert raised <= CROSS_IDS, raised - CROSS_IDS

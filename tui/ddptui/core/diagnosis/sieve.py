@@ -50,13 +50,18 @@ CROSS_IDS = frozenset({cr.id for cr in CROSS_RULES} | {"ranks-not-joined", "slow
 
 
 class Sieve(Engine):
-    """An Engine that raises no cross finding and keeps, in `kept`, each line (node, number, text)
-    that changed or may have changed anything: the lines `_line` reads whole, and the lines whose
-    live patterns matched."""
+    """An Engine that raises no cross finding and keeps, in `kept`, each line [number, text] that
+    changed or may have changed anything (the lines `_line` reads whole, and the lines whose live
+    patterns matched), once, in order. Its reader takes them after each node's batch (`take`), so
+    they are that node's."""
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self.kept: list[tuple[str, int, str]] = []
+        self.kept: list[list] = []
+
+    def _keep(self, n: int, line: str) -> None:
+        if not self.kept or self.kept[-1][0] != n:  # a line `_line` read is matched too: once
+            self.kept.append([n, line])
 
     def _after_batch(self) -> None:
         pass  # no cross rule, no bandwidth verdict: the engine's, over every node
@@ -70,28 +75,19 @@ class Sieve(Engine):
         return super()._hit_spent(st, ri)
 
     def _line(self, st: NodeState, n: int, line: str, candidates: list) -> None:
-        self.kept.append((st.name, n, line))  # a line read whole: its facts may be new
+        self._keep(n, line)  # a line read whole: its facts may be new
         super()._line(st, n, line, candidates)
 
     def _match(self, st: NodeState, n: int, line: str, candidates: list) -> bool:
         if super()._match(st, n, line, candidates):
-            self.kept.append((st.name, n, line))
+            self._keep(n, line)
             return True
         return False
 
-    def take(self) -> list:
+    def take(self) -> list[list]:
+        """[[number, text], ...] kept since the last take."""
         kept, self.kept = self.kept, []
         return kept
-
-
-def forwarded(node: str, kept: list) -> list[list]:
-    """[[number, text], ...] of `node`'s kept lines, in order, each once (a line `_line` read is
-    also matched)."""
-    out: list[list] = []
-    for name, n, text in kept:
-        if name == node and (not out or out[-1][0] != n):
-            out.append([n, text])
-    return out
 
 
 class SieveServer:
@@ -127,8 +123,7 @@ class SieveServer:
                 except Exception:  # noqa: BLE001 (the engine says it at its next sync; the node is not held up)
                     self.engine.kept = []
                     self.send({"op": "error", "gen": self.gen, "text": traceback.format_exc(limit=8)})
-                self.send({"op": "lines", "gen": self.gen, "node": node, "end": end,
-                           "lines": forwarded(node, self.engine.take())})
+                self.send({"op": "lines", "gen": self.gen, "node": node, "end": end, "lines": self.engine.take()})
 
     def read_file(self, node: str, path: str) -> None:
         from .offline import DiagnoseInputError, text_blocks
@@ -136,7 +131,7 @@ class SieveServer:
         try:
             for block in text_blocks(Path(path)):
                 self.engine.feed_text(node, block)
-                self.send({"op": "lines", "gen": self.gen, "node": node, "lines": forwarded(node, self.engine.take())})
+                self.send({"op": "lines", "gen": self.gen, "node": node, "lines": self.engine.take()})
         except DiagnoseInputError as e:
             self.send({"op": "done", "node": node, "error": str(e)})
             return
