@@ -8,13 +8,17 @@ check (a listener on the master, a connect from each worker), which pdsh does no
 
 Every "node" here shares this machine's cores: with 8 nodes on 2 cores, 8 torch imports (the
 software probe) are most of either figure. With fewer nodes than cores each node has a core, as a
-real node has its own, and what ddptui does beside the node's work shows.
+real node has its own, and what ddptui does beside the node's work shows. What each side costs the
+login node itself is printed apart: the CPU time of ddptui's process, and of pdsh with its ssh
+clients; beside it the whole machine's CPU time over the same interval (the nodes' work included,
+read from /proc/stat), which says how much of the wall time is the nodes'.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shlex
 import shutil
 import statistics
@@ -22,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ddptui.core.checks.probe import probe_commands, probe_script
@@ -32,6 +37,40 @@ from ddptui.core.runbook import Runbook
 from ddptui.core.transport.factory import SSHSettings, make_factory
 from bench.common import NAMES, on_cluster
 from tests.cluster.netns import Cluster
+
+
+class Costs:
+    """Wall time, the login node's CPU time (this process, or the children it waited for) and the
+    whole machine's CPU time of one side's repetitions."""
+
+    def __init__(self, who: int) -> None:
+        self.who = who  # resource.RUSAGE_SELF or resource.RUSAGE_CHILDREN
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self.machine: list[float] = []
+
+    def measure(self, run: Callable[[], float]) -> None:
+        """`run()` returns its wall time (what it times: the preflight, not loading the playbook)."""
+        c0, m0 = self._cpu(), machine_cpu()
+        self.wall.append(run())
+        self.cpu.append(self._cpu() - c0)
+        if m0 is not None and (m1 := machine_cpu()) is not None:
+            self.machine.append(m1 - m0)
+
+    def _cpu(self) -> float:
+        r = resource.getrusage(self.who)
+        return r.ru_utime + r.ru_stime
+
+
+def machine_cpu() -> float | None:
+    """Seconds of CPU that every process of the machine has used (/proc/stat: all but idle and
+    iowait); None where there is no /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def ddptui_once(pb_path: Path, cfg: Path, runs: Path) -> float:
@@ -71,15 +110,21 @@ def measure(cl: Cluster, names: list[str], reps: int) -> None:
     master_ip = cl.nodes[names[0]].ip
     ddptui_once(pb, cl.ssh_config, tmp)
     pdsh_once(cl.ssh_config, names, master_ip)
-    d, p = [], []
+    d, p = Costs(resource.RUSAGE_SELF), Costs(resource.RUSAGE_CHILDREN)
     for _ in range(reps):  # interleaved, so that a busy moment of the machine weighs on both
-        d.append(ddptui_once(pb, cl.ssh_config, tmp))
-        p.append(pdsh_once(cl.ssh_config, names, master_ip))
-    md, mp = statistics.median(d), statistics.median(p)
+        d.measure(lambda: ddptui_once(pb, cl.ssh_config, tmp))
+        p.measure(lambda: pdsh_once(cl.ssh_config, names, master_ip))
+    md, mp = statistics.median(d.wall), statistics.median(p.wall)
     print(f"preflight of {len(names)} nodes, median of {reps}, {os.cpu_count()} CPUs")
     print(f"  ddptui connect + check (all facts, port test, findings) {md * 1000:8.1f} ms")
     print(f"  pdsh, the same probe and software commands              {mp * 1000:8.1f} ms")
     print(f"  ratio ddptui / pdsh: {md / mp:.2f}x")
+    cd, cp = statistics.median(d.cpu), statistics.median(p.cpu)
+    print(f"  login node's CPU: ddptui's process {cd * 1000:.1f} ms, pdsh and its ssh clients {cp * 1000:.1f} ms"
+          + (f": {cd / cp:.2f}x" if cp > 0 else ""))
+    if d.machine and p.machine:
+        print(f"  the whole machine's CPU (the nodes' work included): ddptui {statistics.median(d.machine):.2f} s, "
+              f"pdsh {statistics.median(p.machine):.2f} s, on {os.cpu_count()} CPUs")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,5 +31,7 @@ def test_preflight_prints_ddptui_pdsh_and_their_ratio(cluster: Cluster, ssh_env,
     preflight.measure(cluster, NAMES[:2], reps=1)  # a failed preflight raises, naming the node and check
     out = capsys.readouterr().out
     for row in (r"preflight of 2 nodes", rf"ddptui connect \+ check .* +{MS}", rf"pdsh, the same probe .* +{MS}",
-                r"ratio ddptui / pdsh: \d+\.\d\dx"):
+                r"ratio ddptui / pdsh: \d+\.\d\dx",
+                rf"login node's CPU: ddptui's process {MS}, pdsh and its ssh clients {MS}: \d+\.\d\dx",
+                r"the whole machine's CPU \(the nodes' work included\): ddptui \d+\.\d\d s, pdsh \d+\.\d\d s"):
         assert re.search(row, out), f"no {row!r} in:\n{out}"
