@@ -143,3 +143,20 @@ def test_the_store_barrier_is_a_missing_rank_only_when_fewer_ranks_came() -> Non
     e.feed("n", [more, timed_out])
     (f,) = e.finish()
     assert f.id == "unrecognized-failure" and "worker_count=16" in f.evidence[0].text
+
+
+def test_a_master_addr_of_localhost_is_bad_only_where_the_node_rendezvoused_with_another_host() -> None:
+    """torchrun's rendezvous result tells each node the master's address. A node that rendezvoused
+    with another host and is told `master_addr=localhost` will look for the master on itself: the
+    master's agent was started with master_addr localhost (pytorch/pytorch#76367, corpus 208). Agents
+    that all rendezvous on the one host (a 127.0.0.1 endpoint: ddptui's local nodes) are fine, and
+    neither side is judged before both lines are there, whichever comes first."""
+    head = "I1204 08:56:10.134000 7525 torch/distributed/elastic/agent/server/api.py:553]   "
+    config = "I1204 08:56:10.129000 7525 torch/distributed/launcher/api.py:254]   rdzv_endpoint            : "
+    for endpoint, addr, fid in [("pytorch-dist-nlp-master-0:23456", "localhost", {"bad-master-addr"}),
+                                ("10.0.0.2:29500", "127.0.0.1", {"bad-master-addr"}),
+                                ("127.0.0.1:29571", "127.0.0.1", set()), ("localhost:29400", "localhost", set()),
+                                ("10.0.0.2:29500", "10.0.0.2", set()), ("node02:29500", "node02", set())]:
+        lines = [config + endpoint, head + "master_addr=" + addr, head + "group_rank=1"]
+        assert ids(lines) == fid, (endpoint, addr)
+        assert ids(lines[1:] + lines[:1]) == fid, (endpoint, addr)  # the result read before the config

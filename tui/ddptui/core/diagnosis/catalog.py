@@ -111,8 +111,9 @@ _CAUSES = (
           suppresses=("loopback-hostname", "bad-master-addr", "master-not-started")),
     Cause("bad-master-addr", "error", "master_addr does not lead to the master",
           "The master address is not usable from this node: it is not an address at all (an all-digit host name "
-          "is read as an IPv4 number: '05' is 0.0.0.5), or nothing answers there ('No route to host': no host has "
-          "that address on the subnet, or a firewall rejects it).",
+          "is read as an IPv4 number: '05' is 0.0.0.5), it names the node itself (the master's agent was started "
+          "with master_addr localhost and the rendezvous passed that on to every node), or nothing answers there "
+          "('No route to host': no host has that address on the subnet, or a firewall rejects it).",
           _manual("give master_addr as the address of the master's interface that the workers route to (ddptui's "
                   "check step shows it) or a name that resolves to it, and check that a firewall does not reject it"),
           suppresses=("tcpstore-timeout", "master-not-started")),
@@ -173,8 +174,11 @@ _CAUSES = (
           "sum, and code that assumes equal nodes (ranks per node, data sharding) goes wrong.",
           _manual("give every node the same nproc_per_node, unless you mean it"), job_wide=True),
     Cause("gpu-count-short", "error", "fewer GPUs than processes",
-          "NCCL needs one GPU per process; extra ranks would share a GPU and fail with 'Duplicate GPU detected'.",
-          _manual("set nproc_per_node to the number of GPUs on the node")),
+          "NCCL needs one GPU per process; extra ranks would share a GPU and fail with 'Duplicate GPU detected'. "
+          "'invalid device ordinal' says a process asked for a GPU index the node does not have: more processes "
+          "than GPUs, CUDA_VISIBLE_DEVICES hiding some, or, when only nodes after the first fail, code that picks "
+          "the GPU by the global RANK instead of LOCAL_RANK (LMCache/LMCache#1988).",
+          _manual("set nproc_per_node to the number of GPUs on the node, and pick each process' GPU by LOCAL_RANK")),
     Cause("cuda-driver-mismatch", "error", "the NVIDIA driver is too old for this CUDA",
           "The NVIDIA driver on this node is older than the CUDA runtime that torch/NCCL was built with.",
           _manual("upgrade the driver, or install a torch build for the CUDA version the driver supports "
@@ -250,9 +254,11 @@ _CAUSES = (
           _env({"NCCL_IB_GID_INDEX": "3"}, "set NCCL_IB_GID_INDEX to the RoCEv2 GID (often 3; check with show_gids "
                "on every node, and set it per node where the tables differ)")),
     Cause("ib-completion-error", "error", "an RDMA transfer failed",
-          "An RDMA transfer failed on the fabric (the completion status names the verbs error).",
-          _manual("check the fabric (ibstat, link errors), the GID index, and that the same NCCL runs on every "
-                  "node")),
+          "An RDMA transfer failed on the fabric (the completion status names the verbs error). A local "
+          "access or protection error on the first transfers can also be ports whose MTUs differ between the nodes "
+          "(NCCL 2.20 and later no longer lowers a queue pair's MTU to the smaller one: NVIDIA/nccl#1524).",
+          _manual("check the fabric (ibstat, link errors), the GID index, that the ports' MTU is the same on every "
+                  "node (ibv_devinfo: active_mtu), and that the same NCCL runs on every node")),
     Cause("ib-async-fatal-event", "error", "the HCA raised a fatal event",
           "The HCA raised a fatal asynchronous event: a queue pair failed.",
           _manual("check the HCA firmware and driver; update them to the same versions on every node")),

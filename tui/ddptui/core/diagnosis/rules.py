@@ -179,6 +179,13 @@ RULES: tuple[Rule, ...] = (
     Rule("bad-master-addr", (r"failed to connect to \[?([^\s\]]+?)\]?:(\d+) \(errno: (\d+) - ",),
          decide=C.decide_store_connect),
     Rule("bad-master-addr", (r"any network address of \(([^,\s]+), (\d+)\)",), decide=C.decide_master_name),
+    # torchrun's rendezvous result names the master as the node itself while the node rendezvoused
+    # with another host: the master's agent was started with master_addr localhost, and told every
+    # node so (pytorch/pytorch#76367). Agents that all rendezvous on localhost (one host) are fine
+    Rule("bad-master-addr", (r"(?:^|\s)master_addr=(localhost|127(?:\.\d+){3}|::1)\s*$",),
+         requires=(r"\brdzv_endpoint\s*: +(?!localhost:|127\.|\[?::1\]?:)\S+:\d+",),
+         summary="the rendezvous gave this node master_addr={0}: the master node was started with master_addr "
+                 "{0}, which on every other node is that node itself"),
     # a master name that does not resolve: a name the rendezvous published (another node's
     # hostname) is a resolution problem; MASTER_ADDR itself, most often a master not up yet
     # (Kubernetes creates the master's service name with its pod)
@@ -348,4 +355,10 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("exit", r"(?:[Ee]xited with exit code|exits with return code =) (-?\d+)", ok_values=("0",)),  # srun, DeepSpeed
     Sign("exit", r"died with <Signals\.SIG\w+: \d+>"),
     Sign("exit", r"(?:Segmentation fault|Aborted \(core dumped\)|Bus error)"),
+    # Open MPI's handler of a fatal signal (mpirun, nccl-tests): `[host:pid] *** Process received
+    # signal ***`, then `[host:pid] Signal: Aborted (6)` (NVIDIA/nccl#1611: glibc's heap check aborted)
+    Sign("exit", r"\] Signal: [A-Z][A-Za-z ]* \(\d+\)"),
+    # ProcessGroupNCCL's watchdog tearing the process down after a failed or timed-out collective; it
+    # says neither which nor why (karpathy/nanoGPT#55: the job's NCCL took an unusable IB path)
+    Sign("exit", r"Some NCCL operations have failed or timed out\."),
 )
