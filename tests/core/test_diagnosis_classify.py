@@ -160,3 +160,25 @@ def test_a_master_addr_of_localhost_is_bad_only_where_the_node_rendezvoused_with
         lines = [config + endpoint, head + "master_addr=" + addr, head + "group_rank=1"]
         assert ids(lines) == fid, (endpoint, addr)
         assert ids(lines[1:] + lines[:1]) == fid, (endpoint, addr)  # the result read before the config
+
+
+def test_a_global_rank_claimed_twice_is_a_duplicate_rank_until_the_whole_world_came() -> None:
+    """Lightning prints `initializing ddp: GLOBAL_RANK: r, MEMBER: r+1/W` once per process. Under srun
+    with one task a node, each node's Lightning started ranks 0-3 of 8 itself
+    (Lightning-AI/pytorch-lightning#4389, corpus 221): the same ranks on both nodes, or twice in one
+    Slurm output, and the job hangs. A job whose every rank came and that claims them again ran twice
+    (fit, then a second `srun python test.py` into the same output): no duplicate. Only half the world
+    and no repeat (Lightning-AI/pytorch-lightning#8707: python run without srun) is no duplicate either."""
+    def claim(r: int, world: int = 8, head: str = "initializing ddp") -> str:
+        return f"{head}: GLOBAL_RANK: {r}, MEMBER: {r + 1}/{world}"
+
+    e = Engine()
+    e.feed("node1", [claim(r) for r in range(4)])
+    e.feed("node2", [claim(r) for r in range(4)])
+    (f,) = [f for f in e.finish() if f.state == "active"]
+    assert (f.id, f.nodes) == ("duplicate-rank", ["node1", "node2"])
+    assert "GLOBAL_RANK 0, 1, 2, 3 claimed by more than one process; 4 of 8 ranks came" in f.summary
+    assert len(f.evidence) == 8 and {ev.node for ev in f.evidence} == {"node1", "node2"}
+    assert ids([claim(r, head="Initializing distributed") for r in (1, 1, 0, 0)]) == {"duplicate-rank"}  # Lightning 2.x
+    assert ids([claim(r) for r in range(8)] * 2) == set()
+    assert ids([claim(r) for r in (1, 2, 0, 3)]) == set()

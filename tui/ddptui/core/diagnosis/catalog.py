@@ -162,8 +162,10 @@ _CAUSES = (
                   "does)"), job_wide=True),
     Cause("duplicate-rank", "error", "a rank checked in twice",
           "Two processes claimed the same rank: node ranks or local ranks are wrong (both nodes started as "
-          "node_rank 0, or the launcher's rank env was overridden).",
-          _manual("give every node its own node_rank (ddptui's static plan does), and do not set RANK yourself")),
+          "node_rank 0, or the launcher's rank env was overridden), or, under Slurm, a framework that starts its "
+          "own processes (Lightning) was given one task a node and every node started ranks 0.. as the first.",
+          _manual("give every node its own node_rank (ddptui's static plan does), and do not set RANK yourself; "
+                  "under Slurm with Lightning, ask for --ntasks-per-node equal to the devices a node")),
     Cause("duplicate-gpu", "error", "two ranks on one GPU",
           "Two ranks on one node opened the same GPU: the script does not call torch.cuda.set_device(LOCAL_RANK), "
           "or CUDA_VISIBLE_DEVICES hides the others.",

@@ -28,6 +28,9 @@ NRANKS = re.compile(r"rank (\d+) nRanks (\d+) nNodes (\d+)")
 LOCAL_RANKS = re.compile(r"local_ranks=\[([\d, ]*)\]")  # torchrun's agent, with LOGLEVEL=INFO
 GROUP_WORLD = re.compile(r"\bgroup_world_size=(\d+)")  # torchrun's agent: its --nnodes, with LOGLEVEL=INFO
 COMM_SIZE = re.compile(r"\brank \d+ n[Rr]anks (\d+)\b")  # NCCL's communicator: init and destroy lines
+# Lightning's process group init, printed once by each process (only where no group is initialised yet)
+CLAIM = re.compile(r"[Ii]nitializing (?:ddp(?: \(SLURM\))?|distributed): GLOBAL_RANK: (\d+), MEMBER: \d+/(\d+)")
+MAX_CLAIMS = 4096  # ranks kept per node
 # a line that holds none of these says no fact (the engine's gate lets every one of them through)
 # The transport's literals name IB and Socket, not only "via NET/" and "Using network": a net plugin's
 # lines say its own name (HPC-X: `Using network NCCL RDMA Plugin v8`, `via NET/NCCL RDMA Plugin
@@ -35,7 +38,7 @@ COMM_SIZE = re.compile(r"\brank \d+ n[Rr]anks (\d+)\b")  # NCCL's communicator: 
 STATE_LITERALS = ("NCCL version", "Using network ", "Using internal Network ", "via NET/IB/", "via NET/Socket/",
                   "NET/IB : Using [", "NET/Socket : Using [", "Plugin Path", "Loaded net plugin", "No plugin found",
                   "Could not find: libnccl-net", "Failed to find ncclNetPlugin symbol", " nNodes ", "local_ranks=[",
-                  "group_world_size=", " nranks ", " nRanks ")
+                  "group_world_size=", " nranks ", " nRanks ", "GLOBAL_RANK: ")
 
 
 @dataclass
@@ -52,6 +55,7 @@ class NodeState:
     nproc: dict = field(default_factory=dict)  # node -> (local processes torchrun started here, line, text)
     nnodes: dict = field(default_factory=dict)  # node -> (the nnodes torchrun's agent here was started with, line, text)
     comm: dict = field(default_factory=dict)  # host -> (largest communicator it joined, line, text)
+    claims: dict = field(default_factory=dict)  # global rank -> ((rank, world size, times claimed here), line, text)
     pending: dict = field(default_factory=dict)  # rule index -> [Evidence] waiting for `requires`
     changes: int = 0  # facts written so far: the cross rules, which read only the facts, look again when it moves
 
@@ -63,7 +67,7 @@ def _keep(st: NodeState, facts: dict, key: str, value: tuple) -> None:
 
 def extract_facts(st: NodeState, key: str, n: int, line: str) -> tuple[int, int] | None:
     """Keep what a line says about its node (or NCCL host `key`): NCCL version, transport, net plugin,
-    local ranks, nnodes, communicator size. Returns (nNodes, nRanks) the first time NCCL reports them."""
+    local ranks, nnodes, communicator size, the global ranks Lightning's processes claimed. Returns (nNodes, nRanks) the first time NCCL reports them."""
     if "NCCL version" in line and key not in st.version and (m := VERSION.search(line)):
         _keep(st, st.version, key, (m.group(1), n, line.strip()))
     cur = st.transport.get(key)
@@ -92,6 +96,12 @@ def extract_facts(st: NodeState, key: str, n: int, line: str) -> tuple[int, int]
         size = int(m.group(1))
         if key not in st.comm or size > st.comm[key][0]:
             _keep(st, st.comm, key, (size, n, line.strip()))
+    if "GLOBAL_RANK: " in line and (m := CLAIM.search(line)):
+        rank = int(m.group(1))
+        if (cur := st.claims.get(rank)) is not None:
+            _keep(st, st.claims, rank, ((rank, cur[0][1], cur[0][2] + 1), cur[1], cur[2]))
+        elif len(st.claims) < MAX_CLAIMS:
+            _keep(st, st.claims, rank, ((rank, int(m.group(2)), 1), n, line.strip()))
     if " nNodes " in line and key not in st.nnodes_seen and (m := NRANKS.search(line)):
         _keep(st, st.nnodes_seen, key, (int(m.group(3)), int(m.group(2)), n, line.strip()))
         return int(m.group(3)), int(m.group(2))
@@ -116,4 +126,5 @@ def cross_verdicts(cross_rules: Iterable[CrossRule], nodes: Iterable[NodeState])
         if cr.hosts_if_one_node and len(names) == 1:
             names = sorted({host for _, host in seen})
         raised.add(cr.id)
-        yield cr.id, names, cr.summary(seen), [Evidence(node, v[1], v[2]) for (node, _), v in sorted(seen.items())]
+        cited = cr.cite(seen) if cr.cite else seen
+        yield cr.id, names, cr.summary(seen), [Evidence(node, v[1], v[2]) for (node, _), v in sorted(cited.items())]

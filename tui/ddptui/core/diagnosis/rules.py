@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import classify as C
+from . import claims, classify as C
 from .catalog import DEFAULT, Default
 from .model import Fix
 
@@ -281,9 +281,11 @@ class CrossRule:
     summary: Callable[[Seen], str]
     hosts_if_one_node: bool = False  # one log that holds several hosts: name the hosts, not the node
     applies: Callable[[Seen], bool] | None = None  # when to raise it; None: the fact differs between them
+    cite: Callable[[Seen], Seen] | None = None  # the facts its evidence quotes; None: every one
 
 
 CROSS_RULES: tuple[CrossRule, ...] = (
+    CrossRule("duplicate-rank", "claims", claims.summary, applies=claims.claimed_twice, cite=claims.cited),
     CrossRule("nccl-version-mismatch", "version", lambda seen: "NCCL versions differ: " + _listing(seen),
               hosts_if_one_node=True),
     CrossRule("ib-socket-mismatch", "transport", _transports),
