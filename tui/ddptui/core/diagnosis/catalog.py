@@ -285,6 +285,11 @@ _CAUSES = (
           "another node never gets there (that node's own finding says why). The node did not fail.",
           _manual("nothing to fix on this node: its workers succeeded and torchrun exited with their result; the "
                   "traceback is the agent's, after the job")),
+    Cause("nccl-known-bug", "error", "a known NCCL bug",
+          "NCCL failed where a known bug of its release fails: the error is NCCL's own internal one, not the "
+          "machine's or the job's, and a later release fixes it. The summary names the bug and that release.",
+          _manual("upgrade NCCL on every node to the release the summary names (the nvidia-nccl-cu12 wheel, a "
+                  "torch built with it, or a newer container)")),
     Cause("unrecognized-failure", "error", "a failure ddptui does not recognize",
           "The job failed, but no known cause matched its output (a Python exception in the training script is "
           "one): the evidence is each node's first error.",

@@ -214,6 +214,11 @@ RULES: tuple[Rule, ...] = (
     Rule("ib-async-fatal-event", (r"NET/IB : (\S+) async fatal event",), summary="fatal event on {0}"),
     Rule("ib-async-fatal-event", (r"NET/IB : Got async event : ([\w ]+)",), decide=C.decide_ib_event),
     Rule("gpu-count-short", (r"invalid device ordinal", r"no CUDA-capable device is detected")),
+    # NCCL's lookup of a NIC by the id its own topology gave it: 2.25 and 2.26 fail so on multi-node
+    # jobs, 2.27 fixes it (NVIDIA-NeMo/Speech#13996, NVIDIA-NeMo/Run#266: confirmed by upgrading)
+    Rule("nccl-known-bug", (r"Could not find NET with id (\w+)",),
+         summary="NCCL lost a NIC of its own topology ('Could not find NET with id {0}'): NCCL 2.25 and 2.26 "
+                 "fail so on multi-node jobs; 2.27 fixes it"),
     # a silent hang: not where init completed, nor where NCCL itself reported an error (that is the cause)
     # (an "NCCL error" raised is no silent hang either: NVIDIA/nccl#187's unhandled cuda error in an old log
     # whose rings go via P2P/IPC and that prints no WARN)
