@@ -67,7 +67,8 @@ def _keep(st: NodeState, facts: dict, key: str, value: tuple) -> None:
 
 def extract_facts(st: NodeState, key: str, n: int, line: str) -> tuple[int, int] | None:
     """Keep what a line says about its node (or NCCL host `key`): NCCL version, transport, net plugin,
-    local ranks, nnodes, communicator size, the global ranks Lightning's processes claimed. Returns (nNodes, nRanks) the first time NCCL reports them."""
+    local ranks, nnodes, communicator size, the global ranks Lightning's processes claimed. Returns
+    (nNodes, nRanks) the first time NCCL reports them."""
     if "NCCL version" in line and key not in st.version and (m := VERSION.search(line)):
         _keep(st, st.version, key, (m.group(1), n, line.strip()))
     cur = st.transport.get(key)
