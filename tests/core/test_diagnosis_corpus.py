@@ -36,6 +36,8 @@ UNEXPLAINABLE = {
            "same bare error comes from sockets, IB or P2P/IPC too",
     "121": "nccl-tests prints only 'internal error' from the second host; NCCL_SOCKET_IFNAME=enp6s0 (the name "
            "that host lacks) appears in the thread's mpirun command, not in the log, and NCCL_DEBUG was off",
+    "230": "Ray's driver prints only its summary, `RayTaskError(RuntimeError)`; the Gloo error that names 127.0.1.1 "
+           "(the hostnames' /etc/hosts entry, which the thread fixed) was never pasted",
 }
 
 

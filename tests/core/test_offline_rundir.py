@@ -90,3 +90,13 @@ def test_a_run_that_stops_before_any_output_has_a_log_per_node(tmp_path: Path) -
     rd.close(["node02", "node03"])
     assert (rd.path / "node02.log").read_text() == "connected\n"
     assert (rd.path / "node03.log").read_text() == "" and (rd.path / "node03.times").is_file()
+
+
+def test_diagnose_prints_a_fixs_alternatives_as_the_findings_tab_lists_them(tmp_path: Path) -> None:
+    """gid-index's first fix is a GID index; where one HCA's port has no GID at all (NVIDIA/nccl#799,
+    corpus 235) leaving that HCA out is the fix, and `ddptui diagnose` says so too, not only the TUI."""
+    log = tmp_path / "node1.log"
+    log.write_text("host:1:2 [0] NCCL WARN Call to ibv_modify_qp failed with error No such device\n")
+    out = subprocess.run([ddptui_exe(), "diagnose", str(log)], capture_output=True, text=True, timeout=60).stdout
+    assert "fix: NCCL_IB_GID_INDEX=3 — set NCCL_IB_GID_INDEX" in out
+    assert "\n           or: leave out an HCA whose port has no GID: NCCL_IB_HCA=^mlx5_N" in out

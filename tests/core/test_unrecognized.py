@@ -140,3 +140,20 @@ def test_aws_ofi_nccls_close_with_requests_in_flight_at_teardown_is_no_failure()
         "[1,16]<stdout>:bert-training-worker-2:21:666 [0] NCCL INFO comm 0x5585418196c0 rank 16 nranks 32 "
         "cudaDev 0 busId 53000 - Abort COMPLETE",
     ])
+
+
+def test_a_process_that_aborts_says_it_failed_whatever_prints_it() -> None:
+    """Ways a process reports its own abort that name no cause: an uncaught C++ exception
+    (`terminate called ...`, here Gloo's, horovod/horovod#2015), the failure handler of absl,
+    TensorFlow and Horovod (`*** Received signal 6 ***`), Open MPI's (`Signal: Aborted (6)`,
+    NVIDIA/nccl#1611), and ProcessGroupNCCL's watchdog teardown (karpathy/nanoGPT#55). Each alone,
+    as real logs print them, is a failed node: an unrecognized-failure that quotes it."""
+    for line in ["Tue Jun  9 20:10:40 2020[1]<stderr>:terminate called after throwing an instance of 'gloo::IoException'",
+                 "Tue Jun  9 20:10:40 2020[1]<stderr>:*** Received signal 6 ***",
+                 "[rack1-93-slot7:186363] Signal: Aborted (6)",
+                 "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous "
+                 "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data."]:
+        e = Engine()
+        e.feed("n1", ["training step 10", line])
+        (f,) = e.finish()
+        assert (f.id, f.nodes, f.evidence[0].text) == ("unrecognized-failure", ["n1"], line.strip()), line

@@ -238,6 +238,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             if f.fix:
                 env = " ".join(f"{k}={v}" for k, v in f.fix.env.items())
                 print(f"          fix: {env + ' — ' if env else ''}{f.fix.explain}")
+                for alt in f.fix.alternatives:  # as the Findings tab lists them
+                    print(f"           or: {alt}")
     active_errors = [f for f in findings if f.severity == "error" and f.state == "active"]
     return EXIT_FAIL if active_errors else EXIT_OK
 

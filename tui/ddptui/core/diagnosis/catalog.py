@@ -252,9 +252,12 @@ _CAUSES = (
           "On RoCE, NCCL addresses the peers through one GID index of the HCA's port (NCCL_IB_GID_INDEX): here it "
           "does not route between the nodes (RETRY_EXCEEDED on the first RDMA transfer: different switches or "
           "subnets), or it is not there on this node (ibv_modify_qp: No such device), as when the nodes' GID "
-          "tables differ (containers, Kubernetes RDMA plugins).",
+          "tables differ (containers, Kubernetes RDMA plugins), or one HCA's port has no usable GID at all (its "
+          "netdev has no address, or a container's network namespace does not hold it).",
           _env({"NCCL_IB_GID_INDEX": "3"}, "set NCCL_IB_GID_INDEX to the RoCEv2 GID (often 3; check with show_gids "
-               "on every node, and set it per node where the tables differ)")),
+               "on every node, and set it per node where the tables differ)",
+               "leave out an HCA whose port has no GID: NCCL_IB_HCA=^mlx5_N (show_gids lists none for it)",
+               "in Kubernetes, run the pods with host networking, or give each pod the NCCL_IB_HCA it can use")),
     Cause("ib-completion-error", "error", "an RDMA transfer failed",
           "An RDMA transfer failed on the fabric (the completion status names the verbs error). A local "
           "access or protection error on the first transfers can also be ports whose MTUs differ between the nodes "

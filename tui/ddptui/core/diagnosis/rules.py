@@ -172,6 +172,10 @@ RULES: tuple[Rule, ...] = (
     # an error of type RendezvousConnectionError": a healthy c10d job's workers print it when the store's
     # host finished first (tests/data/recorded/24-*)
     Rule("rendezvous-timeout", (r"(?<!error of type )RendezvousConnectionError", r"RendezvousTimeoutError")),
+    # Horovod's Gloo rendezvous, an HTTP store on the launcher: its keys did not all come in time
+    # (horovod/horovod#2015: 50 nodes; --gloo-timeout-seconds 240 fixed it)
+    Rule("rendezvous-timeout", (r"http_store\.cc:\d+\] Wait timeout for key\(s\): ?(\S*)",),
+         summary="Horovod's Gloo rendezvous timed out waiting for key(s) {0} (on many nodes: --gloo-timeout-seconds)"),
     # the agent waited on the store for a key of torchelastic's own rendezvous that never came
     Rule("rendezvous-timeout", (r"wait timeout after (\d+)ms, keys: \S*/torchelastic/(\S+)",),
          summary="torchrun waited {0} ms for the rendezvous key {1}, which no node wrote"),
@@ -347,8 +351,9 @@ CONSEQUENCE = re.compile(
 
 FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("traceback", r"Traceback \(most recent call last\)"),
-    # `Error:` but not C++'s `c10::DistError::DistError(...)` in a frame of a warning's backtrace
-    Sign("exception", _EXC_HEAD + r"Error(?::(?!:)|$)"),
+    # `Error:` but not C++'s `c10::DistError::DistError(...)` in a frame of a warning's backtrace; Ray
+    # names the exception it wraps: `ray.exceptions.RayTaskError(RuntimeError): ...` (ray-project/ray#37461)
+    Sign("exception", _EXC_HEAD + r"Error(?:\(\w+\))?(?::(?!:)|$)"),
     # torchrun's agent told to stop (SIGHUP, SIGINT, SIGTERM: by the runner, the user, the scheduler)
     Sign("exception", _EXC_HEAD + r"Exception(?::(?!:)|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
     Sign("exception", r"Test (?:NCCL|CUDA) failure "),  # nccl-tests: an NCCL or CUDA call returned an error
@@ -368,4 +373,9 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # ProcessGroupNCCL's watchdog tearing the process down after a failed or timed-out collective; it
     # says neither which nor why (karpathy/nanoGPT#55: the job's NCCL took an unusable IB path)
     Sign("exit", r"Some NCCL operations have failed or timed out\."),
+    # a C++ exception nobody caught: the process aborts (its `what():` line says why), e.g. Gloo's
+    # `gloo::IoException` (horovod/horovod#2015, #2907); and the failure handler of absl, TensorFlow
+    # and Horovod: `*** Received signal 6 ***`
+    Sign("exit", r"terminate called after throwing an instance of '"),
+    Sign("exit", r"\*\*\* Received signal \d+ \*\*\*"),
 )
