@@ -201,7 +201,9 @@ _CAUSES = (
           "HGX/DGX H100, H200 or B200 node: a CUDA call of that setup failed. The node's NVSwitch fabric is not in "
           "order: its Fabric Manager is not running (newer NCCL says 'a system or configuration error in the "
           "Fabric Manager or NVSwitches'), or it was stopped and restarted without a GPU reset in between "
-          "(nvidia-smi -q may still say the fabric is fine), which only a GPU reset or a reboot clears.",
+          "(nvidia-smi -q may still say the fabric is fine), which only a GPU reset or a reboot clears. NCCL 2.29 "
+          "also fails so when many communicators have used up the NVSwitches' multicast slots, where 2.28 fell "
+          "back (NVIDIA/nccl#2077).",
           _env({"NCCL_NVLS_ENABLE": "0"}, "NCCL_NVLS_ENABLE=0 runs the job without NVLS (collectives inside the "
                "node are slower, and they run); the lasting fix is the node's: the Fabric Manager running, of the "
                "driver's version (systemctl status nvidia-fabricmanager), and the GPUs reset after it restarts "

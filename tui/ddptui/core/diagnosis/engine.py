@@ -8,7 +8,7 @@ rules anchored on the literals it holds. `feed_text()` takes the text itself (no
 `ddptui diagnose` reads files in large blocks).
 
 A failed node is never left unexplained: lines that say a node failed without saying why (the
-rules' FAILURE_SIGNS: an exception line, a non-zero exitcode, a signal, an NCCL WARN) are kept, and
+failure signs (signs.py): an exception line, a non-zero exitcode, a signal, an NCCL WARN) are kept, and
 `finish()` raises `unrecognized-failure` for each node that showed one (or whose exit code the
 runner reported as non-zero with `node_exited()`) and that no finding covers.
 """
@@ -25,7 +25,8 @@ from .facts import ANSI, STATE_LITERALS, NodeState, cross_verdicts, extract_fact
 from .failures import Failures
 from .literals import Prefilter, literals_of
 from .model import Evidence, Finding
-from .rules import CROSS_RULES, FAILURE_SIGNS, RULES, CrossRule, Rule, Sign
+from .rules import CROSS_RULES, RULES, CrossRule, Rule
+from .signs import FAILURE_SIGNS, Sign
 from .spent import MAX_EVIDENCE_PER_NODE, Entry, SpentLines, spent_when
 
 

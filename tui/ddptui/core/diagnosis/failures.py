@@ -1,4 +1,4 @@
-"""Never leave a failed node unexplained: the failure signs each node showed (rules.FAILURE_SIGNS)
+"""Never leave a failed node unexplained: the failure signs each node showed (signs.FAILURE_SIGNS)
 and its exit code, kept so that `unrecognized-failure` can say what failed when no rule knew why.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from .catalog import CATALOG
 from .classify import signal_name, signal_of_exit
 from .model import Evidence, Finding
-from .rules import CONSEQUENCE, Sign
+from .signs import CONSEQUENCE, Sign
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Failures:
 
     def own_error(self, node: str) -> bool:
         """A rank on the node raised an error of its own (the training script's), not only ones that
-        another rank's failure caused (rules.CONSEQUENCE)."""
+        another rank's failure caused (signs.CONSEQUENCE)."""
         nf = self.nodes.get(node)
         return bool(nf and nf.own)
 

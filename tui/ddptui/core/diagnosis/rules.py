@@ -10,7 +10,7 @@ Where the meaning of the matched values decides the cause (an errno and the addr
 at, a signal number, an IB event), a rule names a `decide` function (classify.py) that maps the
 match groups to the id; the rule's own id is then only the one it gives most often.
 
-A failure sign (FAILURE_SIGNS) is a line that says a node failed without saying why (a Python
+A failure sign (signs.py) is a line that says a node failed without saying why (a Python
 exception, a non-zero exit code, a signal, an NCCL WARN): when no rule explains anything on that
 node by the end, the engine raises `unrecognized-failure` with these lines as its evidence.
 
@@ -75,6 +75,12 @@ RULES: tuple[Rule, ...] = (
          severity="error", summary="NCCL found no IB device and may use no other network (NCCL_NET): init fails",
          fix=Fix(scope="manual", explain="unset NCCL_NET (NCCL then takes TCP sockets where there is no IB), or make "
                                          "the HCAs visible to the job (/dev/infiniband in the container; ibv_devinfo)")),
+    # NCCL_NET names a network no loaded plugin provides: the plugin NCCL_NET_PLUGIN names was not found
+    # (CSCS's NCCL known issues: NCCL_NET_PLUGIN=ofi looks for libnccl-net-ofi.so)
+    Rule("ib-not-detected", (r"NCCL WARN Error: network ([\w .+/-]+?) not found",), severity="error",
+         summary="NCCL_NET asks for the network {0}, which no loaded net plugin provides: init fails",
+         fix=Fix(scope="manual", explain="make NCCL load the plugin that provides it: NCCL_NET_PLUGIN unset (it finds "
+                                         "libnccl-net.so) or set to the plugin's file name; or unset NCCL_NET")),
     Rule("ib-device-open-failed", (r"NET/IB : Unable to open device (\S+)", r"Call to ibv_open_device failed"),
          summary="cannot open IB device {0}"),
     Rule("bad-socket-ifname", (r"neither AF_INET\(2\) nor AF_INET6\(10\)",),
@@ -123,8 +129,15 @@ RULES: tuple[Rule, ...] = (
     Rule("shm-not-writable", (r"Call to shm_open failed : Permission denied",)),
     Rule("shm-too-small", (r"failed to extend /dev/shm\S* to \d+ bytes", r"posix_fallocate failed : No space left on device",
                            r"Error while creating shared memory segment", r"insufficient shared memory \(shm\)")),
+    # Slurm's cgroup OOM killer: slurmstepd reports it, srun names the task (LUMI's training Q&A)
+    Rule("host-oom-exit-9", (r"Detected \d+ oom_kill events? in StepId=", r"srun: error: \S+: tasks? [\d,-]+: Out Of Memory"),
+         summary="Slurm killed a task for exceeding its memory (oom_kill)"),
     Rule("watchdog-timeout", (r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)",),
          summary="{1} #{0} timed out"),
+    # torch 2.5 and later: `[rank3]:[E227 ...] ... Timeout at NCCL work: 32, last enqueued NCCL work: 32, last
+    # completed NCCL work: 31.` (sgl-project/sglang#3932)
+    Rule("watchdog-timeout", (r"Timeout at NCCL work: (\d+), last enqueued NCCL work: \d+, last completed NCCL work: (\d+)",),
+         summary="NCCL work #{0} timed out (the last completed: #{1})"),
     # Gloo's collectives: a send or recv that did not complete within the process group timeout
     Rule("watchdog-timeout", (r"Timed out waiting (\d+)ms for (send|recv) operation to complete",),
          summary="a Gloo {1} did not complete in {0} ms"),
@@ -312,70 +325,4 @@ CROSS_RULES: tuple[CrossRule, ...] = (
     # 1 rank ran as separate jobs (e.g. an mpirun that started a 1-rank world in every container)
     CrossRule("ranks-not-joined", "comm", _separate_comms, hosts_if_one_node=True,
               applies=lambda seen: len(seen) >= 2 and all(v[0] == 1 for v in seen.values())),
-)
-
-
-# ---- failure signs ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Sign:
-    """A line that says the node failed, not why. kind: traceback | exception | warn | exit."""
-
-    kind: str
-    pattern: str
-    benign: tuple[str, ...] = ()  # matches of these are no failure (NCCL's notice that IB is not installed)
-    ok_values: tuple[str, ...] = ()  # a first group with one of these values is no failure (exitcode: 0)
-    compiled: tuple[re.Pattern, ...] = field(default=(), compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "compiled", tuple(re.compile(p) for p in self.benign))
-
-
-# aws-ofi-nccl before 1.16 (src/nccl_ofi_rdma.c, recv_close / send_close) refuses to close a
-# communicator that still has requests in flight, which NCCL's abort does at a job's exit: the WARN,
-# then NCCL's return-code chain, then `Abort COMPLETE` (rank 16 of a passing 32-rank EFA run,
-# https://github.com/aws/aws-k8s-tester/pull/524). NCCL's proxy ignores the error; the plugin's
-# maintainers call it a leak on close (aws/aws-ofi-nccl#868), and 1.16 closes such a communicator
-# without the WARN (aws/aws-ofi-nccl#881). No failure: a failed job says why elsewhere.
-OFI_CLOSE = r"WARN NET/OFI Attempt to call (?:recv|send)_close(?:_deferred)? with outstanding requests!"
-
-# A Python exception line: the class right after a launcher prefix ([rank3]:, 0: , [1,0]<stdout>:,
-# (Worker pid=1, ip=...) , a timestamp) or at the line start, then ':' or the line's end.
-_EXC_HEAD = r"(?:^|[\]>:)]|\d )\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
-# The errors a rank raises because another failed first: its link to a peer broke (remote-rank-died's
-# own lines), torch's wrappers of that (a backend, network or store error), torchrun reporting its
-# children's end. A node's first exception that is none of these is an error of its own (a Python
-# exception in the training script): remote-rank-died does not explain that node (engine._unrecognized).
-CONSEQUENCE = re.compile(
-    r"Connection (?:closed|reset) by peer|Broken pipe|ncclRemoteError|remote process exited|network error|"
-    r"Dist(?:Backend|Network|Store)Error|ChildFailedError|SignalException|NCCL communicator was aborted")
-
-FAILURE_SIGNS: tuple[Sign, ...] = (
-    Sign("traceback", r"Traceback \(most recent call last\)"),
-    # `Error:` but not C++'s `c10::DistError::DistError(...)` in a frame of a warning's backtrace; Ray
-    # names the exception it wraps: `ray.exceptions.RayTaskError(RuntimeError): ...` (ray-project/ray#37461)
-    Sign("exception", _EXC_HEAD + r"Error(?:\(\w+\))?(?::(?!:)|$)"),
-    # torchrun's agent told to stop (SIGHUP, SIGINT, SIGTERM: by the runner, the user, the scheduler)
-    Sign("exception", _EXC_HEAD + r"Exception(?::(?!:)|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
-    Sign("exception", r"Test (?:NCCL|CUDA) failure "),  # nccl-tests: an NCCL or CUDA call returned an error
-    Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+", NCCL_RAS, RCCL_ADVICE, OFI_CLOSE)),
-    # (NCCL's return-code chain, `misc/socket.cc:47 -> 3`, is no sign: it is INFO, an error's origin
-    # prints a WARN at the same level, and a healthy job's teardown prints the chain too when its
-    # communicators are aborted at exit, before `Abort COMPLETE`)
-    Sign("exit", r"exitcode\s*:?\s*(-?\d+)", ok_values=("0",)),
-    Sign("exit", r"returned non-zero exit status (\d+)"),
-    Sign("exit", r"^\s*Exit code:\s+(-?\d+)\s*$", ok_values=("0",)),  # mpirun: "  Exit code:    2"
-    Sign("exit", r"(?:[Ee]xited with exit code|exits with return code =) (-?\d+)", ok_values=("0",)),  # srun, DeepSpeed
-    Sign("exit", r"died with <Signals\.SIG\w+: \d+>"),
-    Sign("exit", r"(?:Segmentation fault|Aborted \(core dumped\)|Bus error)"),
-    # Open MPI's handler of a fatal signal (mpirun, nccl-tests): `[host:pid] *** Process received
-    # signal ***`, then `[host:pid] Signal: Aborted (6)` (NVIDIA/nccl#1611: glibc's heap check aborted)
-    Sign("exit", r"\] Signal: [A-Z][A-Za-z ]* \(\d+\)"),
-    # ProcessGroupNCCL's watchdog tearing the process down after a failed or timed-out collective; it
-    # says neither which nor why (karpathy/nanoGPT#55: the job's NCCL took an unusable IB path)
-    Sign("exit", r"Some NCCL operations have failed or timed out\."),
-    # a C++ exception nobody caught: the process aborts (its `what():` line says why), e.g. Gloo's
-    # `gloo::IoException` (horovod/horovod#2015, #2907); and the failure handler of absl, TensorFlow
-    # and Horovod: `*** Received signal 6 ***`
-    Sign("exit", r"terminate called after throwing an instance of '"),
-    Sign("exit", r"\*\*\* Received signal \d+ \*\*\*"),
 )
