@@ -72,9 +72,10 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # and Horovod: `*** Received signal 6 ***`
     Sign("exit", r"terminate called after throwing an instance of '"),
     Sign("exit", r"\*\*\* Received signal \d+ \*\*\*"),
-    # errors their libraries print without a Python exception: MPI's init (olcf-user-docs: Cray MPICH's
-    # NIC policy), MIOpen's (LUMI: its database on Lustre), a verbs call NCCL made (the WARN cut off)
-    Sign("exception", r"Fatal error in P?MPI_\w+"),
+    # errors their libraries print without a Python exception: MPI's (olcf-user-docs: Cray MPICH's NIC
+    # policy at init; of kind exit: a collective's also fails so when a peer died, which explains it),
+    # MIOpen's (LUMI: its database on Lustre), a verbs call NCCL made (the WARN cut off)
+    Sign("exit", r"Fatal error in P?MPI_\w+"),
     Sign("exception", r"MIOpen Error: "),
     Sign("warn", r"Call to ibv_\w+ failed with error "),
 )
