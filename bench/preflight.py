@@ -9,9 +9,9 @@ check (a listener on the master, a connect from each worker), which pdsh does no
 Every "node" here shares this machine's cores: with 8 nodes on 2 cores, 8 torch imports (the
 software probe) are most of either figure. With fewer nodes than cores each node has a core, as a
 real node has its own, and what ddptui does beside the node's work shows. What each side costs the
-login node itself is printed apart: the CPU time of ddptui's process, and of pdsh with its ssh
-clients; beside it the whole machine's CPU time over the same interval (the nodes' work included,
-read from /proc/stat), which says how much of the wall time is the nodes'.
+login node itself is printed apart: the CPU time of ddptui's process (with the pings it runs),
+and of pdsh with its ssh clients; beside it the whole machine's CPU time over the same interval
+(the nodes' work included, read from /proc/stat), which says how much of the wall time is the nodes'.
 """
 
 from __future__ import annotations
@@ -40,26 +40,28 @@ from tests.cluster.netns import Cluster
 
 
 class Costs:
-    """Wall time, the login node's CPU time (this process, or the children it waited for) and the
-    whole machine's CPU time of one side's repetitions."""
+    """Wall time, the login node's CPU time and the whole machine's CPU time of one side's repetitions."""
 
-    def __init__(self, who: int) -> None:
-        self.who = who  # resource.RUSAGE_SELF or resource.RUSAGE_CHILDREN
+    def __init__(self) -> None:
         self.wall: list[float] = []
         self.cpu: list[float] = []
         self.machine: list[float] = []
 
     def measure(self, run: Callable[[], float]) -> None:
         """`run()` returns its wall time (what it times: the preflight, not loading the playbook)."""
-        c0, m0 = self._cpu(), machine_cpu()
+        c0, m0 = login_cpu(), machine_cpu()
         self.wall.append(run())
-        self.cpu.append(self._cpu() - c0)
+        self.cpu.append(login_cpu() - c0)
         if m0 is not None and (m1 := machine_cpu()) is not None:
             self.machine.append(m1 - m0)
 
-    def _cpu(self) -> float:
-        r = resource.getrusage(self.who)
-        return r.ru_utime + r.ru_stime
+
+def login_cpu() -> float:
+    """Seconds of CPU this process and the children it waited for have used: for ddptui its own
+    threads and the pings it runs from the login node, for pdsh pdsh and its ssh clients. The sides
+    run one after the other, so each side's difference is its own."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def machine_cpu() -> float | None:
@@ -110,7 +112,7 @@ def measure(cl: Cluster, names: list[str], reps: int) -> None:
     master_ip = cl.nodes[names[0]].ip
     ddptui_once(pb, cl.ssh_config, tmp)
     pdsh_once(cl.ssh_config, names, master_ip)
-    d, p = Costs(resource.RUSAGE_SELF), Costs(resource.RUSAGE_CHILDREN)
+    d, p = Costs(), Costs()
     for _ in range(reps):  # interleaved, so that a busy moment of the machine weighs on both
         d.measure(lambda: ddptui_once(pb, cl.ssh_config, tmp))
         p.measure(lambda: pdsh_once(cl.ssh_config, names, master_ip))

@@ -157,3 +157,14 @@ def test_a_process_that_aborts_says_it_failed_whatever_prints_it() -> None:
         e.feed("n1", ["training step 10", line])
         (f,) = e.finish()
         assert (f.id, f.nodes, f.evidence[0].text) == ("unrecognized-failure", ["n1"], line.strip()), line
+
+
+def test_mpis_fatal_error_after_a_peer_died_leaves_the_peer_as_the_cause() -> None:
+    """MPI says `Fatal error in PMPI_...` at init (its own failure, corpus 252) and in a collective
+    when a peer died first. It says the process failed, not why: where remote-rank-died explains
+    the node (corpus 53, real), the MPI line adds no unrecognized-failure of the node's own."""
+    body = split(CORPUS / next(f.name for f in CORPUS.glob("53-*.log")))[1]
+    e = Engine()
+    e.feed("n1", body + ["Abort(405911311) on node 1 (rank 1 in comm 0): Fatal error in PMPI_Allreduce: "
+                         "Other MPI error, error stack:"])
+    assert [f.id for f in e.finish() if f.state == "active"] == ["remote-rank-died"]
