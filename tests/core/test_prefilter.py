@@ -226,3 +226,30 @@ def test_a_hosts_repeated_interface_line_meets_only_the_rules_that_could_still_f
     if automaton:  # the first interface line gives the host its transport; the copies meet the rules alone
         assert len(whole) <= 3, whole
         assert len(matched) >= len(lines) - 4, len(matched)
+
+
+def test_a_literal_found_spent_is_looked_at_again_once_something_changed() -> None:
+    """The engine remembers which literals it found spent, and the automaton skips those spent
+    whatever the key, until something changes. Corpus 90's eight hosts each say `NET/IB : No device
+    found`, which ib-not-detected keeps while it waits for its requirement: five lines fill the
+    node's pending evidence, so in the log's second copy the literal is found spent at its first
+    line and the other seven are skipped unseen; then the requirement comes and raises the finding,
+    and the next such line must be judged again (found spent again: the finding holds its five
+    lines). Findings and facts are those of looking at every line."""
+    absent = [x for x in CHATTER if "NET/IB : No device found" in x]
+    required = "ip-172-31-1-93:45294:45294 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0"
+    lines = absent * 2 + [required] + absent * 2
+    bulk, one_by_one = Engine(), Engine()
+    judged = []
+    real_live = bulk._live
+    bulk._live = lambda st, line, held: (judged.append(line), real_live(st, line, held))[1]  # type: ignore[method-assign]
+    for i in range(0, len(lines), 3):
+        bulk.feed_text("n", "\n".join(lines[i:i + 3]))
+        one_by_one._feed_lines(one_by_one._node("n"), i, lines[i:i + 3])
+        one_by_one._after_batch()
+    want = [f.to_json() for f in one_by_one.finish()]
+    assert [f.to_json() for f in bulk.finish()] == want
+    assert [f["id"] for f in want] == ["ib-not-detected"] and len(want[0]["evidence"]) == 5
+    assert bulk.nodes["n"].seen == one_by_one.nodes["n"].seen
+    # the first copy: each host's first line (read whole); then the first line of each copy after
+    assert len(absent) == 8 and [x for x in judged if x != required] == absent + absent[:1] + absent[:1], judged

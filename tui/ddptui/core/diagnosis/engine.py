@@ -27,7 +27,7 @@ from .literals import Prefilter, literals_of
 from .model import Evidence, Finding
 from .rules import CROSS_RULES, RULES, CrossRule, Rule
 from .signs import FAILURE_SIGNS, Sign
-from .spent import MAX_EVIDENCE_PER_NODE, Entry, SpentLines, spent_when
+from .spent import MAX_EVIDENCE_PER_NODE, Entry, SpentLines
 
 
 class Engine(SpentLines):
@@ -54,10 +54,7 @@ class Engine(SpentLines):
         self.bandwidth = BandwidthJudge(min_busbw_gbps)
         self._always, self._lit_items, literals = anchors(self.rules, self.signs)
         self._prefilter = Prefilter(literals, automaton)
-        # per literal of the automaton: the entries anchored on it (none for the facts' own literals)
-        self._entries_of = [es for _, es in self._lit_items] + [[]] * (len(literals) - len(self._lit_items))
-        self._spent_when = spent_when(literals, self._entries_of)
-        self._heads: dict[str, str | None] = {}  # a line's head up to its first "] " -> the NCCL host in it
+        self._know_spent(literals)
         self._said = 0  # findings that appeared or changed so far
         self._crossed = -1  # facts written and findings changed when the cross rules last looked
 
@@ -108,22 +105,6 @@ class Engine(SpentLines):
                 line = ANSI.sub("", raw) if "\x1b" in raw else raw
                 self._line(st, n, line, self._candidates(line))
 
-    def _scan(self, st: NodeState, n: int, text: str) -> None:
-        for i, start, end, held in self._prefilter.candidates(text):
-            line = text[start:end]
-            if "\x1b" in line:  # the literals are looked for in the line without its colours
-                line = ANSI.sub("", line)
-                held = None
-            if held is None:
-                cands = self._candidates(line)
-            elif (live := self._live(st, line, held)) is not None:
-                if live:  # its facts are known: only the rules not spent yet look at it
-                    self._match(st, n + i + 1, line, live)
-                continue
-            else:
-                cands = self._entries_held(held)
-            self._line(st, n + i + 1, line, cands)
-
     def _after_batch(self) -> None:
         # the cross rules read only the facts, and raise only what differs from the findings: where
         # neither moved since they last looked, they would find what they found (most batches of a
@@ -141,7 +122,10 @@ class Engine(SpentLines):
             host = self._nccl_host(line)
             if host is not None:
                 st.hosts.add(host)
+        facts = st.changes
         self._extract(st, host or st.name, n, line)
+        if st.changes != facts:
+            self._moved()
         self._match(st, n, line, candidates)
 
     def _match(self, st: NodeState, n: int, line: str, candidates: list[Entry]) -> bool:
@@ -152,7 +136,9 @@ class Engine(SpentLines):
             m = pat.search(line)
             if not m:
                 continue
-            matched = True
+            if not matched:
+                matched = True
+                self._moved()
             if kind == "sign":
                 self.failures.sign(st.name, self.signs[ri], n, line, m)
                 continue
@@ -230,6 +216,7 @@ class Engine(SpentLines):
         self._changed(self._findings[fid])
 
     def _changed(self, f: Finding) -> None:
+        self._moved()
         self._said += 1
         if self.on_change:
             self.on_change(f)
@@ -268,8 +255,8 @@ class Engine(SpentLines):
         nodes, summary, evidence = self.failures.unexplained([f for f in self._findings.values() if f.id != fid])
         if nodes:
             self._raise_cross(fid, nodes, summary, evidence)
-        else:  # explained since (a node's cause arrived after an earlier finish)
-            self._findings.pop(fid, None)
+        elif self._findings.pop(fid, None) is not None:  # explained since (a node's cause arrived after an earlier finish)
+            self._moved()
 
     @property
     def findings(self) -> list[Finding]:

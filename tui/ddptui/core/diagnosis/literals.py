@@ -16,7 +16,7 @@ MB/s, the trie regex 11 MB/s, ahocorasick_rs on bytes 90-200 MB/s; hence ahocora
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 
 try:
     import ahocorasick_rs  # type: ignore[import-not-found]
@@ -144,12 +144,14 @@ class Prefilter:
     def automaton(self) -> bool:
         return self._ac is not None
 
-    def candidates(self, text: str) -> Iterator[Candidate]:
+    def candidates(self, text: str, skip: Container[int] = ()) -> Iterator[Candidate]:
         """(line index, start, end, the indexes of the literals the line holds, or None where the
-        pure-Python path does not know them) for each line of `text` that holds a literal, in order."""
-        return self._by_automaton(text) if self._ac is not None else self._by_regex(text)
+        pure-Python path does not know them) for each line of `text` that holds a literal, in order.
+        `skip`: literals that do not make a line a candidate (the automaton's path; read as each
+        line is reached, after the line before it was taken, so the taker may change it)."""
+        return self._by_automaton(text, skip) if self._ac is not None else self._by_regex(text)
 
-    def _by_automaton(self, text: str) -> Iterator[Candidate]:
+    def _by_automaton(self, text: str, skip: Container[int]) -> Iterator[Candidate]:
         if self._ac_bytes is not None and text.isascii():
             hits = self._ac_bytes.find_matches_as_indexes(text.encode("ascii"), overlapping=True)
         else:
@@ -164,6 +166,9 @@ class Prefilter:
                 continue
             if held is not None:
                 yield line, start, end, held
+                held = None
+            if i in skip:  # a later literal of its line may still make it one
+                continue
             start = rfind("\n", 0, first) + 1
             line += count("\n", counted, start)
             counted = start

@@ -7,6 +7,12 @@ a rule that already holds its evidence from a node, and a `requires`/`absent` pa
 there, learn nothing from the next copy of their line. `SpentLines._live` tells such a line from the literals the automaton
 says it holds, in a few dictionary lookups instead of `_line`'s patterns; the findings are the same
 as looking at every line (tests/core/test_prefilter.py).
+
+What `_live` found spent stays spent until something changes (a line read whole, a pattern that
+matched, a finding raised or resolved: `_moved`), and nothing changes while a flood of spent chatter
+streams: `_live` remembers, per node and key, the literals it found spent, so the next copy costs a
+set's lookup; a literal spent whatever the key (a rule's evidence is full, a pattern was seen) is
+skipped by the automaton's reader itself (`Prefilter.candidates`' `skip`), its line never cut out.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from .bandwidth import ANCHORS as BANDWIDTH_ANCHORS
-from .facts import COMM_SIZE, NCCL_HEAD, NET_DEFINITE, STATE_LITERALS, NodeState
+from .facts import ANSI, COMM_SIZE, NCCL_HEAD, NET_DEFINITE, STATE_LITERALS, NodeState
 
 if TYPE_CHECKING:
+    from .literals import Prefilter
     from .model import Finding
     from .rules import Rule
 
@@ -59,6 +66,19 @@ FACT_SETTLED: dict[str, Callable[[NodeState, str, str], bool]] = {
 }
 
 
+# the FACT_SETTLED conditions that read the line itself: a line's verdict tells nothing of the next one's
+READS_LINE = frozenset({_network_settled, _comm_settled})
+
+
+def spent_scope(when: tuple | None) -> str | None:
+    """How far a literal's verdict of spent reaches while nothing changes: "node" (its conditions are
+    rules' and patterns' state on the node), "key" (a fact of the NCCL host, or the node, that printed
+    the line), None (a condition reads the line, or it is never spent)."""
+    if when is None or any(c in READS_LINE for c in when if callable(c)):
+        return None
+    return "key" if any(callable(c) for c in when) else "node"
+
+
 def spent_when(literals: list[str], entries_of: list[list[Entry]]) -> list[tuple | None]:
     """Per literal: what must hold on a node for a line holding it to change nothing there any
     more, or None: never (a sign, a resolution, and the facts FACT_SETTLED does not name, such as
@@ -87,6 +107,51 @@ class SpentLines:
     _heads: dict[str, str | None]
     _always: list[Entry]
     _lit_items: list[tuple[str, list[Entry]]]
+    _scope: list[str | None]  # per literal: spent_scope
+    _skips: dict[str, set[int]]  # node -> literals spent whatever the key, since the last change
+    _spent_keys: dict[tuple[str, str], set[int]]  # (node, key) -> literals found spent there, since the last change
+    _prefilter: Prefilter
+    _line: Callable[[NodeState, int, str, list[Entry]], None]  # the Engine's: a line read whole
+    _match: Callable[[NodeState, int, str, list[Entry]], bool]  # the Engine's: these entries on the line
+
+    def _know_spent(self, literals: list[str]) -> None:
+        # per literal of the automaton: the entries anchored on it (none for the facts' own literals)
+        self._entries_of = [es for _, es in self._lit_items] + [[]] * (len(literals) - len(self._lit_items))
+        self._spent_when = spent_when(literals, self._entries_of)
+        self._scope = [spent_scope(w) for w in self._spent_when]
+        self._skips, self._spent_keys = {}, {}
+        self._heads = {}  # a line's head up to its first "] " -> the NCCL host in it
+
+    def _scan(self, st: NodeState, n: int, text: str) -> None:
+        # a coloured line is judged without its colours, which may hide a literal: none is skipped unseen
+        coloured = "\x1b" in text
+        for i, start, end, held in self._prefilter.candidates(text, () if coloured else self._skip_of(st)):
+            line = text[start:end]
+            if coloured and "\x1b" in line:  # the literals are looked for in the line without its colours
+                line = ANSI.sub("", line)
+                held = None
+            if held is None:
+                cands = self._candidates(line)
+            elif (live := self._live(st, line, held)) is not None:
+                if live:  # its facts are known: only the rules not spent yet look at it
+                    self._match(st, n + i + 1, line, live)
+                continue
+            else:
+                cands = self._entries_held(held)
+            self._line(st, n + i + 1, line, cands)
+
+    def _moved(self) -> None:
+        """Something changed (a fact, a pattern seen, evidence, a finding): a literal found spent may
+        not be any more. The skip sets are cleared in place: the automaton's reader holds them."""
+        for skip in self._skips.values():
+            skip.clear()
+        self._spent_keys.clear()
+
+    def _skip_of(self, st: NodeState) -> set[int]:
+        skip = self._skips.get(st.name)
+        if skip is None:
+            skip = self._skips[st.name] = set()
+        return skip
 
     def _candidates(self, line: str) -> list[Entry]:
         """The entries anchored on the literals the line holds (found in Python: the line's literals
@@ -122,6 +187,9 @@ class SpentLines:
         key = self._key_of(st, line)
         if key is None:
             return None
+        known = self._spent_keys.get((st.name, key))
+        if known is not None and held <= known:  # nothing changed since each was found spent here
+            return []
         live: list | None = None
         for li in held:
             for c in when[li]:  # type: ignore[union-attr]
@@ -134,6 +202,12 @@ class SpentLines:
                 elif not c(st, key, line):
                     return None  # a fact the line may still change
             else:
+                if (scope := self._scope[li]) is not None:
+                    if known is None:
+                        known = self._spent_keys[(st.name, key)] = set()
+                    known.add(li)
+                    if scope == "node":
+                        self._skip_of(st).add(li)
                 continue
             if live is None:
                 live = []
