@@ -142,6 +142,15 @@ def chatter_then_events() -> list[str]:
     return lines
 
 
+def feed_both(bulk: Engine, one_by_one: Engine, lines: list[str], batch: int) -> None:
+    """The same batches of node "n"'s lines to both: as text to `bulk`, line by line (every line
+    through the gate, none skipped) to `one_by_one`."""
+    for i in range(0, len(lines), batch):
+        bulk.feed_text("n", "\n".join(lines[i:i + batch]))
+        one_by_one._feed_lines(one_by_one._node("n"), i, lines[i:i + batch])
+        one_by_one._after_batch()
+
+
 @pytest.mark.parametrize("automaton", PATHS)
 def test_spent_chatter_is_skipped_and_changes_no_finding(automaton: bool) -> None:
     """Lines whose every literal can no longer change anything on their node are not looked at
@@ -180,10 +189,7 @@ def test_a_net_plugins_init_chatter_is_skipped_once_its_facts_are_known(automato
     looked = []
     real_line = bulk._line
     bulk._line = lambda st, n, line, c: (looked.append(line), real_line(st, n, line, c))  # type: ignore[method-assign]
-    for i in range(0, len(lines), 300):
-        bulk.feed_text("n", "\n".join(lines[i:i + 300]))
-        one_by_one._feed_lines(one_by_one._node("n"), i, lines[i:i + 300])
-        one_by_one._after_batch()
+    feed_both(bulk, one_by_one, lines, 300)
     assert [f.to_json() for f in bulk.finish()] == [f.to_json() for f in one_by_one.finish()] == []
     a, b = bulk.nodes["n"], one_by_one.nodes["n"]
     for fact in ("hosts", "seen", "version", "transport", "plugin", "nnodes_seen", "comm", "pending"):
@@ -211,10 +217,7 @@ def test_a_hosts_repeated_interface_line_meets_only_the_rules_that_could_still_f
     real_line, real_match = bulk._line, bulk._match
     bulk._line = lambda st, n, line, c: (whole.append(n), real_line(st, n, line, c))  # type: ignore[method-assign]
     bulk._match = lambda st, n, line, c: (matched.append(n), real_match(st, n, line, c))  # type: ignore[method-assign]
-    for i in range(0, len(lines), 64):
-        bulk.feed_text("n", "\n".join(lines[i:i + 64]))
-        one_by_one._feed_lines(one_by_one._node("n"), i, lines[i:i + 64])
-        one_by_one._after_batch()
+    feed_both(bulk, one_by_one, lines, 64)
     want = [f.to_json() for f in one_by_one.finish()]
     assert [f.to_json() for f in bulk.finish()] == want
     flagged = [f for f in want if f["id"] == "wrong-interface"]
@@ -243,10 +246,7 @@ def test_a_literal_found_spent_is_looked_at_again_once_something_changed() -> No
     judged = []
     real_live = bulk._live
     bulk._live = lambda st, line, held: (judged.append(line), real_live(st, line, held))[1]  # type: ignore[method-assign]
-    for i in range(0, len(lines), 3):
-        bulk.feed_text("n", "\n".join(lines[i:i + 3]))
-        one_by_one._feed_lines(one_by_one._node("n"), i, lines[i:i + 3])
-        one_by_one._after_batch()
+    feed_both(bulk, one_by_one, lines, 3)
     want = [f.to_json() for f in one_by_one.finish()]
     assert [f.to_json() for f in bulk.finish()] == want
     assert [f["id"] for f in want] == ["ib-not-detected"] and len(want[0]["evidence"]) == 5
