@@ -142,6 +142,23 @@ def test_aws_ofi_nccls_close_with_requests_in_flight_at_teardown_is_no_failure()
     ])
 
 
+def test_nccls_proxy_service_at_an_open_communicators_exit_is_no_failure() -> None:
+    """A process that ends with its communicators open leaves NCCL's proxy service thread without
+    its peers: it fails to accept, to read a request's type, and to run a Close (the teardown of a
+    passing GKE A3 all_reduce sweep, corpus 263). A failed Connect is no teardown: corpus 17's
+    (a firewall) stays a failure's sign, as does a real WARN before the teardown."""
+    body = split(CORPUS / "263-healthy-gke-a3-socket-allreduce-proxy-teardown-warns.log")[1]
+    teardown = [x for x in body if "[Service thread]" in x or "[Proxy Service" in x]
+    assert len(teardown) == 3
+    assert_a_teardown_is_no_failure_but_a_real_warn_before_it_is("rank0", teardown)
+    connect = next(x for x in split(CORPUS / "17-firewall-connection-abort-proxy.log")[1]
+                   if "Failed to execute operation Connect" in x)
+    e = Engine()
+    e.feed("n", [connect])
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure" and [x.text for x in f.evidence] == [connect.strip()]
+
+
 def test_a_process_that_aborts_says_it_failed_whatever_prints_it() -> None:
     """Ways a process reports its own abort that name no cause: an uncaught C++ exception
     (`terminate called ...`, here Gloo's, horovod/horovod#2015), the failure handler of absl,

@@ -105,14 +105,16 @@ _CAUSES = (
           "the loopback address and advertises 127.0.0.1 to the other ranks (a 2-node job can still pass: the peer "
           "may connect first; with more ranks connections to it are refused or time out). When the numeric master "
           "address is turned back into a host name (a reverse lookup through /etc/hosts), that name may not lead "
-          "to the master.",
+          "to the master. A launcher that reaches the nodes over ssh (DeepSpeed's, pdsh) stops at once when a name "
+          "in its hostfile does not resolve.",
           _manual("make the names resolve to the right addresses on every node (/etc/hosts or DNS), or remove the "
                   "stale /etc/hosts entry"),
           suppresses=("loopback-hostname", "bad-master-addr", "master-not-started")),
     Cause("bad-master-addr", "error", "master_addr does not lead to the master",
           "The master address is not usable from this node: it is not an address at all (an all-digit host name "
           "is read as an IPv4 number: '05' is 0.0.0.5), it names the node itself (the master's agent was started "
-          "with master_addr localhost and the rendezvous passed that on to every node), or nothing answers there "
+          "with master_addr localhost and the rendezvous passed that on to every node), it is empty (DeepSpeed's "
+          "launcher found no address for the first host in its hostfile), or nothing answers there "
           "('No route to host': no host has that address on the subnet, or a firewall rejects it).",
           _manual("give master_addr as the address of the master's interface that the workers route to (ddptui's "
                   "check step shows it) or a name that resolves to it, and check that a firewall does not reject it"),

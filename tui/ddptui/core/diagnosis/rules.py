@@ -115,6 +115,10 @@ RULES: tuple[Rule, ...] = (
          fix=Fix(env={"GLOO_SOCKET_IFNAME": "eth0"}, scope="all-nodes",
                  explain="make the hostname resolve to the node's address (/etc/hosts or DNS), or name the "
                          "interface")),
+    # a launcher that reaches the nodes over ssh (DeepSpeed's, pdsh) cannot resolve a node's name from its
+    # hostfile (thu-coai/EVA#4: a placeholder `node-0`; volcano-sh/volcano#2952: a pod's name not in DNS)
+    Rule("hostname-resolution", (r"ssh: Could not resolve hostname ([^\s:]+): ",),
+         summary="ssh cannot resolve the node name {0}"),
     Rule("hostname-resolution",
          (r"failed to connect to \[([A-Za-z][\w.-]*)\]:(\d+) \(errno",),
          requires=(r"any network address of \(\d+\.\d+\.\d+\.\d+, \d+\)",),
@@ -203,6 +207,10 @@ RULES: tuple[Rule, ...] = (
          requires=(r"\brdzv_endpoint\s*: +(?!localhost:|127\.|\[?::1\]?:)\S+:\d+",),
          summary="the rendezvous gave this node master_addr={0}: the master node was started with master_addr "
                  "{0}, which on every other node is that node itself"),
+    # DeepSpeed's launcher found no address for the first host (its `hostname -I` printed nothing) and
+    # started every node with an empty --master_addr (deepspeedai/DeepSpeed#2612, the maintainer's answer)
+    Rule("bad-master-addr", (r"Using IP address of  for node \S", r"--master_addr=(?:\s|$)"),
+         summary="master_addr is empty: the launcher found no address for the first node"),
     # a master name that does not resolve: a name the rendezvous published (another node's
     # hostname) is a resolution problem; MASTER_ADDR itself, most often a master not up yet
     # (Kubernetes creates the master's service name with its pod)
@@ -226,7 +234,8 @@ RULES: tuple[Rule, ...] = (
     # ibv_modify_qp's "Connection timed out" of corpus 177, whose cause the thread never found)
     Rule("gid-index", (r"Call to ibv_modify_qp failed with error No such device",),
          summary="the GID index is not on this node's HCA port (ibv_modify_qp: No such device)"),
-    Rule("ib-completion-error", (r"NET/IB : Got completion from peer \S+ with (?:status=|error )(\d+)",),
+    # `NET/IB : Got`, or `NET/IB: Got` in NCCL's ib_plugin.c (deepspeedai/DeepSpeed#6875)
+    Rule("ib-completion-error", (r"NET/IB ?: Got completion from peer \S+ with (?:status=|error )(\d+)",),
          summary="RDMA completion error {0}"),
     Rule("ib-async-fatal-event", (r"NET/IB : (\S+) async fatal event",), summary="fatal event on {0}"),
     Rule("ib-async-fatal-event", (r"NET/IB : Got async event : ([\w ]+)",), decide=C.decide_ib_event),

@@ -32,6 +32,17 @@ class Sign:
 # without the WARN (aws/aws-ofi-nccl#881). No failure: a failed job says why elsewhere.
 OFI_CLOSE = r"WARN NET/OFI Attempt to call (?:recv|send)_close(?:_deferred)? with outstanding requests!"
 
+# NCCL's proxy service thread when a process ends with its communicators still open: the other
+# ranks' connections are gone, so it fails to accept, to read the next request's type, and to run
+# their Close (a healthy GKE A3 all_reduce sweep's teardown, elideng-sg/hypercomputer-internode-
+# deepdive lab-06; the same three lines after a timeout in NVIDIA/nccl#1610, which says why elsewhere).
+# A failed Connect is no teardown: it stays a sign.
+PROXY_TEARDOWN = (r"WARN \[Service thread\] (?:Accept failed Resource temporarily unavailable|Could not receive type "
+                  r"from localRank \d+, res=3, closed=0)|WARN \[Proxy Service \d+\] Failed to execute operation Close ")
+# Google's NCCL shim (GPUDirect-TCPXO) compares the environment with the settings it recommends and
+# says where they differ: advice, the job runs on (a passing 16-GPU all_reduce sweep, ibid. lab-23)
+SHIM_ADVICE = r"WARN NCCL/NET \(shim\) mismatch recommended: "
+
 # A Python exception line: the class right after a launcher prefix ([rank3]:, 0: , [1,0]<stdout>:,
 # (Worker pid=1, ip=...) , a timestamp) or at the line start, then ':' or the line's end.
 _EXC_HEAD = r"(?:^|[\]>:)]|\d )\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
@@ -51,7 +62,8 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # torchrun's agent told to stop (SIGHUP, SIGINT, SIGTERM: by the runner, the user, the scheduler)
     Sign("exception", _EXC_HEAD + r"Exception(?::(?!:)|$)", benign=(r"SignalException: Process \d+ got signal: (?:1|2|15)$",)),
     Sign("exception", r"Test (?:NCCL|CUDA) failure "),  # nccl-tests: an NCCL or CUDA call returned an error
-    Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+", NCCL_RAS, RCCL_ADVICE, OFI_CLOSE)),
+    Sign("warn", r"(?:NCCL WARN|\.cc?u?:\d+ WARN) ", benign=(r"WARN Failed to open lib\w+", NCCL_RAS, RCCL_ADVICE, OFI_CLOSE,
+                                                              PROXY_TEARDOWN, SHIM_ADVICE)),
     # (NCCL's return-code chain, `misc/socket.cc:47 -> 3`, is no sign: it is INFO, an error's origin
     # prints a WARN at the same level, and a healthy job's teardown prints the chain too when its
     # communicators are aborted at exit, before `Abort COMPLETE`)
