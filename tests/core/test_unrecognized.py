@@ -159,6 +159,21 @@ def test_nccls_proxy_service_at_an_open_communicators_exit_is_no_failure() -> No
     assert f.id == "unrecognized-failure" and [x.text for x in f.evidence] == [connect.strip()]
 
 
+def test_slurm_says_why_a_step_ended_where_nothing_else_does() -> None:
+    """A step whose container never started (Pyxis: its enroot hook failed, corpus 277) is quoted by
+    Pyxis' own line, before srun's exit code; a step Slurm cancelled because a node failed (corpus
+    276, Jean Zay) is a failed job although no rank printed an error."""
+    e = Engine()
+    e.feed("n", split(CORPUS / "277-unrecognized-pyxis-nvidia-hook-container-start-failed.log")[1])
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure"
+    assert [x.text for x in f.evidence][:1] == ["slurmstepd: error: pyxis: container start failed with error code: 1"]
+    e = Engine()
+    e.feed("n", split(CORPUS / "276-unrecognized-slurm-node-failure-step-cancelled.log")[1])
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure" and "Node failure on jean-zay-iam37" in f.evidence[0].text
+
+
 def test_a_process_that_aborts_says_it_failed_whatever_prints_it() -> None:
     """Ways a process reports its own abort that name no cause: an uncaught C++ exception
     (`terminate called ...`, here Gloo's, horovod/horovod#2015), the failure handler of absl,

@@ -101,21 +101,19 @@ _CAUSES = (
           _env({"GLOO_SOCKET_IFNAME": "eth0"}, "set GLOO_SOCKET_IFNAME to the interface that routes to the other "
                                                 "nodes, or fix /etc/hosts")),
     Cause("hostname-resolution", "error", "a host name does not resolve to the right address",
-          "A name does not lead where it should. When a node's own hostname does not resolve, Gloo falls back to "
-          "the loopback address and advertises 127.0.0.1 to the other ranks (a 2-node job can still pass: the peer "
-          "may connect first; with more ranks connections to it are refused or time out). When the numeric master "
-          "address is turned back into a host name (a reverse lookup through /etc/hosts), that name may not lead "
-          "to the master. A launcher that reaches the nodes over ssh (DeepSpeed's, pdsh) stops at once when a name "
-          "in its hostfile does not resolve.",
+          "A name does not lead where it should. When a node's own hostname does not resolve, Gloo falls back to the "
+          "loopback address and advertises 127.0.0.1 to the other ranks (a 2-node job can still pass: the peer may "
+          "connect first; with more ranks connections to it are refused or time out). When the numeric master address "
+          "is turned back into a name (a reverse lookup through /etc/hosts), it may not lead to the master.",
           _manual("make the names resolve to the right addresses on every node (/etc/hosts or DNS), or remove the "
                   "stale /etc/hosts entry"),
           suppresses=("loopback-hostname", "bad-master-addr", "master-not-started")),
     Cause("bad-master-addr", "error", "master_addr does not lead to the master",
-          "The master address is not usable from this node: it is not an address at all (an all-digit host name "
-          "is read as an IPv4 number: '05' is 0.0.0.5), it names the node itself (the master's agent was started "
-          "with master_addr localhost and the rendezvous passed that on to every node), it is empty (DeepSpeed's "
-          "launcher found no address for the first host in its hostfile), or nothing answers there "
-          "('No route to host': no host has that address on the subnet, or a firewall rejects it).",
+          "The master address is not usable from this node: it is not an address at all (an all-digit host name is "
+          "read as an IPv4 number: '05' is 0.0.0.5), it names the node itself (the master's agent was started with "
+          "master_addr localhost and the rendezvous passed that on to every node), it is empty (a launcher found no "
+          "address for the first host), or nothing answers there ('No route to host': no host has that address on the "
+          "subnet, or a firewall rejects it).",
           _manual("give master_addr as the address of the master's interface that the workers route to (ddptui's "
                   "check step shows it) or a name that resolves to it, and check that a firewall does not reject it"),
           suppresses=("tcpstore-timeout", "master-not-started")),
@@ -169,8 +167,10 @@ _CAUSES = (
           _manual("give every node its own node_rank (ddptui's static plan does), and do not set RANK yourself; "
                   "under Slurm with Lightning, ask for --ntasks-per-node equal to the devices a node")),
     Cause("duplicate-gpu", "error", "two ranks on one GPU",
-          "Two ranks on one node opened the same GPU: the script does not call torch.cuda.set_device(LOCAL_RANK), "
-          "or CUDA_VISIBLE_DEVICES hides the others.",
+          "Two ranks on one node opened the same GPU: the script does not call torch.cuda.set_device(LOCAL_RANK), or "
+          "CUDA_VISIBLE_DEVICES hides the others. In exclusive-process compute mode the second process fails at once "
+          "('busy or unavailable'), whoever it is: another rank, a library that opens GPU 0 in every rank (Open MPI's "
+          "OFI support of GPU memory), another job.",
           _manual("set the device from LOCAL_RANK before init_process_group, and do not restrict "
                   "CUDA_VISIBLE_DEVICES to one GPU")),
     Cause("nproc-mismatch", "warning", "nproc_per_node differs between the nodes",
@@ -233,7 +233,10 @@ _CAUSES = (
           suppresses=("remote-rank-died",)),
     Cause("collective-desync", "error", "ranks entered different collectives",
           "Ranks entered different collectives (or shapes) at the same sequence number: the code path differs by "
-          "rank.", _manual("make every rank run the same collectives in the same order with the same shapes")),
+          "rank; or one rank fell behind (it hangs in its own work, or died) and never joined the others' next "
+          "collective, which torch's desync report names.",
+          _manual("make every rank run the same collectives in the same order with the same shapes"),
+          suppresses=("watchdog-timeout", "remote-rank-died")),  # the timeout is where the desync shows
     Cause("collective-mismatch", "error", "peers posted transfers of different sizes",
           "Two peers posted transfers of different sizes: ranks are running different collectives.",
           _manual("run with TORCH_DISTRIBUTED_DEBUG=DETAIL to see which ranks differ")),
@@ -267,7 +270,8 @@ _CAUSES = (
           "access or protection error on the first transfers can also be ports whose MTUs differ between the nodes "
           "(NCCL 2.20 and later no longer lowers a queue pair's MTU to the smaller one: NVIDIA/nccl#1524).",
           _manual("check the fabric (ibstat, link errors), the GID index, that the ports' MTU is the same on every "
-                  "node (ibv_devinfo: active_mtu), and that the same NCCL runs on every node")),
+                  "node (ibv_devinfo: active_mtu), and that the same NCCL runs on every node"),
+          suppresses=("remote-rank-died",)),  # the failed transfer broke the peers' links
     Cause("ib-async-fatal-event", "error", "the HCA raised a fatal event",
           "The HCA raised a fatal asynchronous event: a queue pair failed.",
           _manual("check the HCA firmware and driver; update them to the same versions on every node")),

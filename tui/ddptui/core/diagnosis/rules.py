@@ -99,6 +99,10 @@ RULES: tuple[Rule, ...] = (
     Rule("firewall-or-unreachable",
          (r"Connect to \[?([^\s<\]]+)\]?<\d+> (?:failed : |returned \d+\()([A-Za-z ]+)",
           r"Call to connect (?:failed|timeout) : ()([A-Za-z ]+)"), decide=C.decide_nccl_connect),
+    # in exclusive-process compute mode the second process to open a GPU fails at once (NVIDIA/nccl-tests#369:
+    # Open MPI's OFI HMEM support opened GPU 0 in every rank; OMPI_MCA_mtl_ofi_disable_hmem=true fixed it)
+    Rule("duplicate-gpu", (r"CUDA-capable device\(s\) is/are busy or unavailable",),
+         summary="another process holds this GPU (exclusive-process compute mode)"),
     Rule("duplicate-gpu", (r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device (\w+)",),
          summary="ranks {0} and {1} both on CUDA device {2}"),
     Rule("duplicate-rank", (r"Bootstrap Root : rank (\d+) of (\d+) ranks has already checked in",),
@@ -143,9 +147,18 @@ RULES: tuple[Rule, ...] = (
     Rule("watchdog-timeout", (r"Timeout at NCCL work: (\d+), last enqueued NCCL work: \d+, last completed NCCL work: (\d+)",),
          summary="NCCL work #{0} timed out (the last completed: #{1})"),
     # Gloo's collectives: a send or recv that did not complete within the process group timeout
+    # torch 2.4+: a rank's watchdog saw its own collective time out and tells the others to dump their
+    # flight records (modelscope/ms-swift#6301: a 4-node ZeRO-3 job, the timeout line itself not pasted)
+    Rule("watchdog-timeout", (r"Received a dump signal due to a collective timeout from (this local rank|rank \d+)",),
+         summary="a collective timed out (the dump signal came from {0})"),
     Rule("watchdog-timeout", (r"Timed out waiting (\d+)ms for (send|recv) operation to complete",),
          summary="a Gloo {1} did not complete in {0} ms"),
     Rule("collective-desync", (r"Detected mismatch between collectives on ranks",)),
+    # ProcessGroupNCCL's desync report (TORCH_NCCL_DESYNC_DEBUG=1) names the rank the others wait for
+    # (pytorch/pytorch#152623: rank 7 never joined #183; the maintainer: a desync)
+    Rule("collective-desync", (r"\[(\d+)\] finished collective #(\d+), but didn't join collective #(\d+)",),
+         summary="rank {0} finished collective #{1} but never joined #{2}: it fell behind, hangs or died, or "
+                 "runs other collectives"),
     Rule("collective-mismatch", (r"collective mismatch error, local size (\d+) remote size (\d+)",),
          summary="local size {0}, remote size {1}"),
     Rule("collective-mismatch", (r"Mismatched collective detected.*? around rank (\d+)",),
@@ -160,7 +173,7 @@ RULES: tuple[Rule, ...] = (
     # its workers succeeded, the node's exception lines are the agent's, not a failure
     Rule("exit-barrier-race", (r"Error waiting on exit barrier",),
          requires=(r"Local worker group finished \((?:WorkerState\.)?SUCCEEDED\)",)),
-    Rule("remote-rank-died", (r"ncclRemoteError", r"Call to recv from \S+ failed : (Broken pipe|Connection reset by peer)",
+    Rule("remote-rank-died", (r"ncclRemoteError", r"NCCL error: remote process exited or there was a network error", r"Call to recv from \S+ failed : (Broken pipe|Connection reset by peer)",
                               r"Connection closed by peer \[([\d.]+)\]", r"Connection reset by peer \[([\d.]+)\]")),
     Rule("tcpstore-timeout", (r"client socket has timed out after (\d+)(ms|s) while trying to connect to \(?([\w.:-]+)",),
          summary="gave up after {0}{1} connecting to {2}"),
@@ -235,6 +248,8 @@ RULES: tuple[Rule, ...] = (
     Rule("gid-index", (r"Call to ibv_modify_qp failed with error No such device",),
          summary="the GID index is not on this node's HCA port (ibv_modify_qp: No such device)"),
     # `NET/IB : Got`, or `NET/IB: Got` in NCCL's ib_plugin.c (deepspeedai/DeepSpeed#6875)
+    # libmlx5's own report of a completion with error (OpenRLHF/OpenRLHF#621: then the broadcast's peer died)
+    Rule("ib-completion-error", (r"mlx5: \S+: got completion with error",), summary="the HCA reported a completion with error"),
     Rule("ib-completion-error", (r"NET/IB ?: Got completion from peer \S+ with (?:status=|error )(\d+)",),
          summary="RDMA completion error {0}"),
     Rule("ib-async-fatal-event", (r"NET/IB : (\S+) async fatal event",), summary="fatal event on {0}"),

@@ -79,6 +79,9 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # ProcessGroupNCCL's watchdog tearing the process down after a failed or timed-out collective; it
     # says neither which nor why (karpathy/nanoGPT#55: the job's NCCL took an unusable IB path)
     Sign("exit", r"Some NCCL operations have failed or timed out\."),
+    # its heartbeat monitor ending a process whose watchdog hung in an NCCL or CUDA call (hiyouga/
+    # LlamaFactory#6953 at 145 ranks; NVIDIA/Fuser#3055: NCCL 2.23.4 at teardown): it says where, not why
+    Sign("exit", r"Heartbeat monitor timed out!|ProcessGroupNCCL's watchdog got stuck for \d+ seconds"),
     # a C++ exception nobody caught: the process aborts (its `what():` line says why), e.g. Gloo's
     # `gloo::IoException` (horovod/horovod#2015, #2907); and the failure handler of absl, TensorFlow
     # and Horovod: `*** Received signal 6 ***`
@@ -88,6 +91,10 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # policy at init; of kind exit: a collective's also fails so when a peer died, which explains it),
     # MIOpen's (LUMI: its database on Lustre), a verbs call NCCL made (the WARN cut off)
     Sign("exit", r"Fatal error in P?MPI_\w+"),
+    # Slurm lost a node of the job and cancelled the step (huggingface/m4-logs, Jean Zay: a node crashed)
+    Sign("exit", r"srun: error: Node failure on \S+|CANCELLED AT \S+ DUE TO NODE FAILURE"),
+    # Pyxis could not start the job's container: its enroot log follows (NVIDIA/pyxis; nvidia-container-cli)
+    Sign("exception", r"pyxis: (?:container start failed|couldn't start container)"),
     Sign("exception", r"MIOpen Error: "),
     Sign("warn", r"Call to ibv_\w+ failed with error "),
 )
