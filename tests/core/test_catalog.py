@@ -63,8 +63,9 @@ def test_rules_carry_their_own_words_only_where_a_variant_needs_them() -> None:
     own = {(r.id, r.severity, r.fix is not catalog.DEFAULT) for r in RULES if r.severity or r.fix is not catalog.DEFAULT}
     # ib-not-detected's NCCL_NET variant: NCCL has no network left, so the job fails (an error, not the
     # fallback to sockets the cause's warning is about), and unsetting NCCL_NET is the first fix
+    # collective-desync's desync report: it names the rank that fell behind, and what to look at is that rank
     assert own == {("wrong-interface", None, True), ("hostname-resolution", "warning", True),
-                   ("ib-not-detected", "error", True)}
+                   ("ib-not-detected", "error", True), ("collective-desync", None, True)}
 
 
 # ---- finding() --------------------------------------------------------------------------------------

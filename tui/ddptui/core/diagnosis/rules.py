@@ -158,7 +158,10 @@ RULES: tuple[Rule, ...] = (
     # (pytorch/pytorch#152623: rank 7 never joined #183; the maintainer: a desync)
     Rule("collective-desync", (r"\[(\d+)\] finished collective #(\d+), but didn't join collective #(\d+)",),
          summary="rank {0} finished collective #{1} but never joined #{2}: it fell behind, hangs or died, or "
-                 "runs other collectives"),
+                 "runs other collectives",
+         fix=Fix(scope="manual", explain="see what the rank the report names was doing after the collective it "
+                                         "finished: its own log and traceback, or `py-spy dump --pid PID` while it "
+                                         "hangs; then make every rank run the same collectives in the same order")),
     Rule("collective-mismatch", (r"collective mismatch error, local size (\d+) remote size (\d+)",),
          summary="local size {0}, remote size {1}"),
     Rule("collective-mismatch", (r"Mismatched collective detected.*? around rank (\d+)",),
