@@ -50,6 +50,14 @@ class Rule:
         object.__setattr__(self, "compiled", tuple(re.compile(p) for p in self.patterns))
 
 
+def anchored_on(pattern: str, rarer: str) -> str:
+    """`pattern`, whose lines the prefilter finds by `rarer` (a regex of literals that every match of
+    `pattern` holds) instead of its longest literal: NCCL's `NET/Socket : Using [0]IF:ADDR`, which
+    wrong-interface reads, is printed by every rank, and `rarer` names only the bad interfaces. The
+    matches, and their groups, are `pattern`'s (a lookahead from the line's start)."""
+    return rf"^(?=.*?{pattern}).*?{rarer}"
+
+
 # NCCL's RAS service (2.24+) warning about itself, not about the job
 NCCL_RAS = r"ras/\w+\.cc:\d+ NCCL WARN Call to bind failed"
 # RCCL's advice at init, printed by every rank where /proc/cmdline lacks amd_iommu=on or iommu=pt,
@@ -87,13 +95,16 @@ RULES: tuple[Rule, ...] = (
          requires=(r"NCCL_SOCKET_IFNAME set (?:by environment )?to",),
          summary="NCCL_SOCKET_IFNAME names no interface with an address here"),
     # wrong-interface, lo: its own fix (exclude lo and docker; the catalog's also excludes veth)
-    Rule("wrong-interface", (r"(?:Bootstrap|NET/Socket|NET) : Using (?:\[\d\])?(?:interface )?lo:127\.",),
+    Rule("wrong-interface", (anchored_on(r"(?:Bootstrap|NET/Socket|NET) : Using (?:\[\d\])?(?:interface )?lo:127\.",
+                                         r"lo:127\."),),
          summary="NCCL uses lo (127.0.0.1) for inter-node traffic",
          fix=Fix(env={"NCCL_SOCKET_IFNAME": "^lo,docker"}, scope="all-nodes",
                  explain="pin NCCL_SOCKET_IFNAME to the interface that routes between the nodes (e.g. eth0); never "
                          "lo for multi-node")),
     Rule("wrong-interface",
-         (r"(?:Bootstrap|NET/Socket) : Using .*\[\d\](veth\w*|docker\w*|virbr\w*|br-\w+|cni\w*|flannel\S*|cali\w+):",),
+         (anchored_on(r"(?:Bootstrap|NET/Socket) : Using .*\[\d\]"
+                      r"(veth\w*|docker\w*|virbr\w*|br-\w+|cni\w*|flannel\S*|cali\w+):",
+                      r"\](?:veth|docker|virbr|br-|cni|flannel|cali)"),),
          summary="NCCL uses the virtual interface {0}"),
     # NCCL's sockets (bootstrap, proxy, net), old and new wordings: the errno and the peer decide
     Rule("firewall-or-unreachable",
@@ -176,7 +187,8 @@ RULES: tuple[Rule, ...] = (
     # its workers succeeded, the node's exception lines are the agent's, not a failure
     Rule("exit-barrier-race", (r"Error waiting on exit barrier",),
          requires=(r"Local worker group finished \((?:WorkerState\.)?SUCCEEDED\)",)),
-    Rule("remote-rank-died", (r"ncclRemoteError", r"NCCL error: remote process exited or there was a network error", r"Call to recv from \S+ failed : (Broken pipe|Connection reset by peer)",
+    Rule("remote-rank-died", (r"ncclRemoteError", r"NCCL error: remote process exited or there was a network error",
+                              r"Call to recv from \S+ failed : (Broken pipe|Connection reset by peer)",
                               r"Connection closed by peer \[([\d.]+)\]", r"Connection reset by peer \[([\d.]+)\]")),
     Rule("tcpstore-timeout", (r"client socket has timed out after (\d+)(ms|s) while trying to connect to \(?([\w.:-]+)",),
          summary="gave up after {0}{1} connecting to {2}"),
