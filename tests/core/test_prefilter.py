@@ -138,6 +138,8 @@ def test_a_pattern_can_be_anchored_on_a_rarer_part_of_its_matches() -> None:
     found = [(m.groups() if (m := re.search(pat, x)) else None) for x in lines]
     assert found == [("docker0",), None, ("virbr0",), ("docker0",), None]
     assert [(m.groups() if (m := re.search(rare, x)) else None) for x in lines] == found
+    # a pattern's own alternation stays inside it: `a|b` is "a or b anywhere", not ".*?a, or b first"
+    assert re.search(anchored_on("a|b", "x"), "zzb x") and not re.search(anchored_on("a|b", "x"), "zzc x")
 
 
 CHATTER = [x for x in (DATA / "corpus" / "nccl" / "90-healthy-socket-aws-64ranks.log").read_text().splitlines()

@@ -55,7 +55,7 @@ def anchored_on(pattern: str, rarer: str) -> str:
     `pattern` holds) instead of its longest literal: NCCL's `NET/Socket : Using [0]IF:ADDR`, which
     wrong-interface reads, is printed by every rank, and `rarer` names only the bad interfaces. The
     matches, and their groups, are `pattern`'s (a lookahead from the line's start)."""
-    return rf"^(?=.*?{pattern}).*?{rarer}"
+    return rf"^(?=.*?(?:{pattern})).*?(?:{rarer})"
 
 
 # NCCL's RAS service (2.24+) warning about itself, not about the job
