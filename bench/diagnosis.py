@@ -133,8 +133,6 @@ def grep_args(files: list[Path]) -> list[str]:
     """`grep -E -c` with the rules' signatures, as POSIX ERE, over `files`."""
     args = ["grep", "-E", "-c"]
     for p in (p for r in RULES for p in r.patterns):  # Python's (?:...) is not POSIX ERE: the same signatures grep reads
-        if p.startswith("^(?=.*?(?:"):  # rules.anchored_on: the pattern itself, not the prefilter's anchor after it
-            p = p[len("^(?=.*?"):].rsplit(").*?", 1)[0]
         p = re.sub(r"\(\?<?[!=][^)]*\)", "", p)  # a lookaround: grep matches a little more, never less
         args += ["-e", p.replace("(?:", "(").replace(r"\d", "[0-9]").replace(r"\s", "[[:space:]]")
                  .replace(r"\S", "[^[:space:]]").replace(r"\w", "[[:alnum:]_]").replace(r"\b", "")]

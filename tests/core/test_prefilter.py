@@ -226,7 +226,7 @@ def test_a_net_plugins_init_chatter_is_skipped_once_its_facts_are_known(automato
 def test_a_hosts_repeated_interface_line_is_skipped_but_a_bad_interface_is_flagged(automaton: bool) -> None:
     """Each rank of a host prints `NET/Socket : Using [0]IF:ADDR`: once the host's transport is
     known the line can change no fact, and wrong-interface is anchored on the bad interfaces' names
-    (rules.anchored_on), so a good interface's copies meet no pattern at all; a rank that picked
+    (a rule's `anchor`), so a good interface's copies meet no pattern at all; a rank that picked
     docker0 is still flagged, with the findings and facts of looking at every line."""
     good = "h1:{pid}:{pid} [0] NCCL INFO NET/Socket : Using [0]ens3:10.0.0.1<0>"
     lines = ["h1:7:7 [0] NCCL INFO NCCL version 2.18.1+cuda12.1"]

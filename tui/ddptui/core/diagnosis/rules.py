@@ -44,17 +44,21 @@ class Rule:
     severity: str | None = None  # this variant's own severity; None: the catalog's
     fix: Fix | None | Default = DEFAULT  # this variant's own fix; DEFAULT: the catalog's
     decide: Decide | None = None  # match groups -> (id, summary), or None: the line decides nothing
+    # a regex of literals that every match of the patterns holds, rarer than their longest literal:
+    # the prefilter finds their lines by it (anchored_on); `patterns` stay as written (grep reads them)
+    anchor: str | None = None
     compiled: tuple[re.Pattern, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "compiled", tuple(re.compile(p) for p in self.patterns))
+        ps = self.patterns if self.anchor is None else tuple(anchored_on(p, self.anchor) for p in self.patterns)
+        object.__setattr__(self, "compiled", tuple(re.compile(p) for p in ps))
 
 
 def anchored_on(pattern: str, rarer: str) -> str:
-    """`pattern`, whose lines the prefilter finds by `rarer` (a regex of literals that every match of
-    `pattern` holds) instead of its longest literal: NCCL's `NET/Socket : Using [0]IF:ADDR`, which
-    wrong-interface reads, is printed by every rank, and `rarer` names only the bad interfaces. The
-    matches, and their groups, are `pattern`'s (a lookahead from the line's start)."""
+    """`pattern`, whose lines the prefilter finds by `rarer` instead of its longest literal: NCCL's
+    `NET/Socket : Using [0]IF:ADDR`, which wrong-interface reads, is printed by every rank, and
+    `rarer` names only the bad interfaces. Every match holds `rarer` by construction; the matches,
+    and their groups, are `pattern`'s (a lookahead from the line's start)."""
     return rf"^(?=.*?(?:{pattern})).*?(?:{rarer})"
 
 
@@ -95,17 +99,14 @@ RULES: tuple[Rule, ...] = (
          requires=(r"NCCL_SOCKET_IFNAME set (?:by environment )?to",),
          summary="NCCL_SOCKET_IFNAME names no interface with an address here"),
     # wrong-interface, lo: its own fix (exclude lo and docker; the catalog's also excludes veth)
-    Rule("wrong-interface", (anchored_on(r"(?:Bootstrap|NET/Socket|NET) : Using (?:\[\d\])?(?:interface )?lo:127\.",
-                                         r"lo:127\."),),
-         summary="NCCL uses lo (127.0.0.1) for inter-node traffic",
+    Rule("wrong-interface", (r"(?:Bootstrap|NET/Socket|NET) : Using (?:\[\d\])?(?:interface )?lo:127\.",),
+         anchor=r"lo:127\.", summary="NCCL uses lo (127.0.0.1) for inter-node traffic",
          fix=Fix(env={"NCCL_SOCKET_IFNAME": "^lo,docker"}, scope="all-nodes",
                  explain="pin NCCL_SOCKET_IFNAME to the interface that routes between the nodes (e.g. eth0); never "
                          "lo for multi-node")),
     Rule("wrong-interface",
-         (anchored_on(r"(?:Bootstrap|NET/Socket) : Using .*\[\d\]"
-                      r"(veth\w*|docker\w*|virbr\w*|br-\w+|cni\w*|flannel\S*|cali\w+):",
-                      r"\](?:veth|docker|virbr|br-|cni|flannel|cali)"),),
-         summary="NCCL uses the virtual interface {0}"),
+         (r"(?:Bootstrap|NET/Socket) : Using .*\[\d\](veth\w*|docker\w*|virbr\w*|br-\w+|cni\w*|flannel\S*|cali\w+):",),
+         anchor=r"\](?:veth|docker|virbr|br-|cni|flannel|cali)", summary="NCCL uses the virtual interface {0}"),
     # NCCL's sockets (bootstrap, proxy, net), old and new wordings: the errno and the peer decide
     Rule("firewall-or-unreachable",
          (r"Connect to \[?([^\s<\]]+)\]?<\d+> (?:failed : |returned \d+\()([A-Za-z ]+)",

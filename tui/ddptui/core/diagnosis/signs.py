@@ -91,10 +91,10 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # policy at init; of kind exit: a collective's also fails so when a peer died, which explains it),
     # MIOpen's (LUMI: its database on Lustre), a verbs call NCCL made (the WARN cut off)
     Sign("exit", r"Fatal error in P?MPI_\w+"),
+    Sign("exception", r"MIOpen Error: "),
+    Sign("warn", r"Call to ibv_\w+ failed with error "),
     # Slurm lost a node of the job and cancelled the step (huggingface/m4-logs, Jean Zay: a node crashed)
     Sign("exit", r"srun: error: Node failure on \S+|CANCELLED AT \S+ DUE TO NODE FAILURE"),
     # Pyxis could not start the job's container: its enroot log follows (NVIDIA/pyxis; nvidia-container-cli)
     Sign("exception", r"pyxis: (?:container start failed|couldn't start container)"),
-    Sign("exception", r"MIOpen Error: "),
-    Sign("warn", r"Call to ibv_\w+ failed with error "),
 )
