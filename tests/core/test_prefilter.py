@@ -275,3 +275,55 @@ def test_a_literal_found_spent_is_looked_at_again_once_something_changed() -> No
     assert bulk.nodes["n"].seen == one_by_one.nodes["n"].seen
     # the first copy: each host's first line (read whole); then the first line of each copy after
     assert len(absent) == 8 and [x for x in judged if x != required] == absent + absent[:1] + absent[:1], judged
+
+
+def test_the_reader_skips_a_literal_spent_for_a_lines_head_only_on_lines_with_its_marks() -> None:
+    """`by_head` tells the automaton's reader literals spent for a line head (up to the first "] "):
+    a line with that head is no candidate for them when it holds one of `marks`; a line of another
+    head, a line without the marks, and a later literal of a skipped line's are read as ever."""
+    lits = ["via NET/Socket/", "Init COMPLETE"]
+    lines = ["h1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0",
+             "h1:1:1 [0] via NET/Socket/1",  # the same head without NCCL's marks
+             "h2:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [send] via NET/Socket/0",
+             "h1:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] [send] via NET/Socket/1 Init COMPLETE",
+             "h1:1:1 [0]NCCL via NET/Socket/2"]  # no "] " before the literal: its head is not known
+    text = "\n".join(lines)
+    pf = Prefilter(lits, automaton=True)
+    got = [(i, held) for i, _, _, held in pf.candidates(text, (), {"h1:1:1 [0]": {0}}, ("NCCL", " INFO "))]
+    assert got == [(1, {0}), (2, {0}), (3, {1}), (4, {0})]
+    assert [(i, held) for i, _, _, held in pf.candidates(text)] == [(0, {0}), (1, {0}), (2, {0}), (3, {0, 1}), (4, {0})]
+
+
+@pytest.mark.parametrize("automaton", PATHS)
+def test_a_hosts_repeated_fact_line_is_skipped_by_its_head_until_a_new_host_or_a_change(automaton: bool) -> None:
+    """A host's `Channel ... via NET/Socket/` lines say its transport once; once `_live` found the
+    literal spent for the host a rank's head names, the reader skips that head's copies (without
+    the line's key being worked out in Python). A new host's line is still read (its IB against the
+    others' Socket is the finding), a line with the same head but none of NCCL's marks is filed
+    under the node and read, and after a change the head's next line is judged again. Findings and
+    facts are those of looking at every line."""
+    chan = "{h}:{p}:{p} [{r}] NCCL INFO Channel {c:02d}/0 : {r}[{r}] -> 9[9] [send] via NET/{t}/0"
+    h1 = [chan.format(h="h1", p=100 + r, r=r, c=c, t="Socket") for c in range(32) for r in range(4)]
+    h2 = [chan.format(h="h2", p=200, r=8, c=c, t="IB") for c in range(8)]
+    bare = "h1:100:100 [0] Channel 99/0 : 0[0] -> 9[9] [send] via NET/Socket/0"  # no NCCL mark: the node's line
+    version = "h1:100:100 [0] NCCL INFO NCCL version 2.18.1+cuda12.1"  # a fact: something changed
+    lines = [version] + h1 + h2 + h1 + [bare] + h1 + [version.replace("h1:", "h3:")] + h1
+    bulk, one_by_one = Engine(automaton=automaton), Engine(automaton=automaton)
+    between: list[list[str]] = [[]]  # the lines `_live` judged, between two changes
+    real_live, real_moved = bulk._live, bulk._moved
+    bulk._live = lambda st, line, held: (between[-1].append(line), real_live(st, line, held))[1]  # type: ignore[method-assign]
+    bulk._moved = lambda: (between.append([]), real_moved())[1]  # type: ignore[method-assign]
+    feed_both(bulk, one_by_one, lines, 50)
+    want = [f.to_json() for f in one_by_one.finish()]
+    assert [f.to_json() for f in bulk.finish()] == want
+    assert "ib-socket-mismatch" in {f["id"] for f in want}, want
+    a, b = bulk.nodes["n"], one_by_one.nodes["n"]
+    for fact in ("hosts", "seen", "version", "transport", "plugin", "nnodes_seen", "comm", "pending"):
+        assert getattr(a, fact) == getattr(b, fact), fact
+    assert a.transport["n"][0] == "Socket" and a.transport["h2"][0] == "IB"  # the bare line was read
+    assert a.hosts == {"h1", "h2", "h3"}
+    if automaton:  # between two changes a head's marked line is judged once, its other copies skipped
+        assert len(between) >= 6 and sum(map(len, between)) < 40, between
+        for seen in between:
+            heads = [(x[:x.find("] ") + 1], "NCCL" in x) for x in seen]
+            assert len(heads) == len(set(heads)), seen

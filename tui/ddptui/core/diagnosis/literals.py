@@ -16,7 +16,7 @@ MB/s, the trie regex 11 MB/s, ahocorasick_rs on bytes 90-200 MB/s; hence ahocora
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 
 try:
     import ahocorasick_rs  # type: ignore[import-not-found]
@@ -144,14 +144,20 @@ class Prefilter:
     def automaton(self) -> bool:
         return self._ac is not None
 
-    def candidates(self, text: str, skip: Container[int] = ()) -> Iterator[Candidate]:
+    def candidates(self, text: str, skip: Container[int] = (), by_head: Mapping[str, Container[int]] | None = None,
+                   marks: tuple[str, ...] = ()) -> Iterator[Candidate]:
         """(line index, start, end, the indexes of the literals the line holds, or None where the
         pure-Python path does not know them) for each line of `text` that holds a literal, in order.
-        `skip`: literals that do not make a line a candidate (the automaton's path; read as each
-        line is reached, after the line before it was taken, so the taker may change it)."""
-        return self._by_automaton(text, skip) if self._ac is not None else self._by_regex(text)
+        The automaton's path may be told literals that do not make a line a candidate: `skip`, on
+        any line; `by_head`, per line head (a line up to its first "] ", included), on a line with
+        that head that holds one of `marks`. Both are read as each line is reached, after the line
+        before it was taken, so the taker may change them."""
+        if self._ac is None:
+            return self._by_regex(text)
+        return self._by_automaton(text, skip, by_head, marks)
 
-    def _by_automaton(self, text: str, skip: Container[int]) -> Iterator[Candidate]:
+    def _by_automaton(self, text: str, skip: Container[int], by_head: Mapping[str, Container[int]] | None,
+                      marks: tuple[str, ...]) -> Iterator[Candidate]:
         if self._ac_bytes is not None and text.isascii():
             hits = self._ac_bytes.find_matches_as_indexes(text.encode("ascii"), overlapping=True)
         else:
@@ -170,6 +176,17 @@ class Prefilter:
             if i in skip:  # a later literal of its line may still make it one
                 continue
             start = rfind("\n", 0, first) + 1
+            if by_head and (h := find("] ", start, first)) >= 0 and i in by_head.get(text[start:h + 1], ()):
+                stop = find("\n", first)
+                if stop < 0:
+                    stop = len(text)
+                marked = False
+                for mark in marks:
+                    if find(mark, start, stop) >= 0:
+                        marked = True
+                        break
+                if marked:
+                    continue
             line += count("\n", counted, start)
             counted = start
             end = find("\n", first)

@@ -12,7 +12,10 @@ What `_live` found spent stays spent until something changes (a line read whole,
 matched, a finding raised or resolved: `_moved`), and nothing changes while a flood of spent chatter
 streams: `_live` remembers, per node and key, the literals it found spent, so the next copy costs a
 set's lookup; a literal spent whatever the key (a rule's evidence is full, a pattern was seen) is
-skipped by the automaton's reader itself (`Prefilter.candidates`' `skip`), its line never cut out.
+skipped by the automaton's reader itself (`Prefilter.candidates`' `skip`), its line never cut out,
+and so is one spent for an NCCL host on the lines whose head (`host:pid:tid [rank]`, a rank's, on
+each of its lines) names that host (`by_head`): a host's `Channel ... via NET/Socket/` copies are
+walked past in the reader's loop, their key never worked out; a new host's head is not there.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 MAX_EVIDENCE_PER_NODE = 5
 Entry = tuple[re.Pattern, int, str]  # pattern, rule (or sign) index, kind: hit | req | res | abs | sign
 _UNSEEN = object()
+NCCL_MARKS = ("NCCL", " INFO ", " WARN ")  # a line holding one is filed under the NCCL host its head names
 
 # A literal that only the facts read, and when its line can tell them nothing new about its key
 # (the node or NCCL host): the fact is taken once (facts.extract_facts) and that key has it, or (the
@@ -109,6 +113,7 @@ class SpentLines:
     _lit_items: list[tuple[str, list[Entry]]]
     _scope: list[str | None]  # per literal: spent_scope
     _skips: dict[str, set[int]]  # node -> literals spent whatever the key, since the last change
+    _by_head: dict[str, dict[str, set[int]]]  # node -> line head -> literals spent for the NCCL host it names
     _spent_keys: dict[tuple[str, str], set[int]]  # (node, key) -> literals found spent there, since the last change
     _prefilter: Prefilter
     _line: Callable[[NodeState, int, str, list[Entry]], None]  # the Engine's: a line read whole
@@ -119,13 +124,14 @@ class SpentLines:
         self._entries_of = [es for _, es in self._lit_items] + [[]] * (len(literals) - len(self._lit_items))
         self._spent_when = spent_when(literals, self._entries_of)
         self._scope = [spent_scope(w) for w in self._spent_when]
-        self._skips, self._spent_keys = {}, {}
+        self._skips, self._spent_keys, self._by_head = {}, {}, {}
         self._heads = {}  # a line's head up to its first "] " -> the NCCL host in it
 
     def _scan(self, st: NodeState, n: int, text: str) -> None:
         # a coloured line is judged without its colours, which may hide a literal: none is skipped unseen
         coloured = "\x1b" in text
-        for i, start, end, held in self._prefilter.candidates(text, () if coloured else self._skip_of(st)):
+        skip, by_head = ((), None) if coloured else self._skips_of(st)
+        for i, start, end, held in self._prefilter.candidates(text, skip, by_head, NCCL_MARKS):
             line = text[start:end]
             if coloured and "\x1b" in line:  # the literals are looked for in the line without its colours
                 line = ANSI.sub("", line)
@@ -145,13 +151,17 @@ class SpentLines:
         not be any more. The skip sets are cleared in place: the automaton's reader holds them."""
         for skip in self._skips.values():
             skip.clear()
+        for by_head in self._by_head.values():
+            by_head.clear()
         self._spent_keys.clear()
 
-    def _skip_of(self, st: NodeState) -> set[int]:
+    def _skips_of(self, st: NodeState) -> tuple[set[int], dict[str, set[int]]]:
+        """The node's literals spent whatever the key, and per line head those spent for its host."""
         skip = self._skips.get(st.name)
         if skip is None:
             skip = self._skips[st.name] = set()
-        return skip
+            self._by_head[st.name] = {}
+        return skip, self._by_head[st.name]
 
     def _candidates(self, line: str) -> list[Entry]:
         """The entries anchored on the literals the line holds (found in Python: the line's literals
@@ -189,8 +199,10 @@ class SpentLines:
             return None
         known = self._spent_keys.get((st.name, key))
         if known is not None and held <= known:  # nothing changed since each was found spent here
+            self._tell_reader(st, key, line, known)
             return []
         live: list | None = None
+        found = False
         for li in held:
             for c in when[li]:  # type: ignore[union-attr]
                 if c.__class__ is int:
@@ -205,13 +217,17 @@ class SpentLines:
                 if (scope := self._scope[li]) is not None:
                     if known is None:
                         known = self._spent_keys[(st.name, key)] = set()
-                    known.add(li)
                     if scope == "node":
-                        self._skip_of(st).add(li)
+                        self._skips_of(st)[0].add(li)
+                    elif li not in known:
+                        found = True  # a literal newly spent for the key: the reader may skip it by head
+                    known.add(li)
                 continue
             if live is None:
                 live = []
             live.append(li)
+        if found:
+            self._tell_reader(st, key, line, known)  # type: ignore[arg-type]
         return [] if live is None else self._entries_held(live)
 
     def _hit_spent(self, st: NodeState, ri: int) -> bool:
@@ -226,10 +242,23 @@ class SpentLines:
             return False
         return sum(e.node == st.name for e in f.evidence) >= MAX_EVIDENCE_PER_NODE
 
+    def _tell_reader(self, st: NodeState, key: str, line: str, known: set[int]) -> None:
+        """Where the line's key is the NCCL host its head names (`_key_of` read the head, as it will
+        for every line with that head and one of NCCL_MARKS), the automaton's reader is told the
+        head: the literals spent for that host (`known`, the same set, which grows with it) are no
+        candidates on such a line. Where the key came from elsewhere the reader is told nothing."""
+        end = line.find("] ") + 1
+        if end == 0 or self._heads.get(head := line[:end]) != key:
+            return
+        if "NCCL" in line or " INFO " in line or " WARN " in line:  # NCCL_MARKS
+            by_head = self._skips_of(st)[1]
+            if len(by_head) < 4096:
+                by_head[head] = known
+
     def _key_of(self, st: NodeState, line: str) -> str | None:
         """The key `_line` files the line's facts under: the node, or the NCCL host that printed the
         line; None when that host is one `_line` has not registered on the node yet."""
-        if "NCCL" not in line and " INFO " not in line and " WARN " not in line:
+        if "NCCL" not in line and " INFO " not in line and " WARN " not in line:  # none of NCCL_MARKS
             return st.name
         host = self._nccl_host(line)
         return st.name if host is None else host if host in st.hosts else None
