@@ -300,7 +300,8 @@ def test_a_hosts_repeated_fact_line_is_skipped_by_its_head_until_a_new_host_or_a
     literal spent for the host a rank's head names, the reader skips that head's copies (without
     the line's key being worked out in Python). A new host's line is still read (its IB against the
     others' Socket is the finding), a line with the same head but none of NCCL's marks is filed
-    under the node and read, and after a change the head's next line is judged again. Findings and
+    under the node and read (and a head seen only on such lines is not told for a host), and after
+    a change the head's next line is judged again. Findings and
     facts are those of looking at every line."""
     chan = "{h}:{p}:{p} [{r}] NCCL INFO Channel {c:02d}/0 : {r}[{r}] -> 9[9] [send] via NET/{t}/0"
     h1 = [chan.format(h="h1", p=100 + r, r=r, c=c, t="Socket") for c in range(32) for r in range(4)]
@@ -308,6 +309,8 @@ def test_a_hosts_repeated_fact_line_is_skipped_by_its_head_until_a_new_host_or_a
     bare = "h1:100:100 [0] Channel 99/0 : 0[0] -> 9[9] [send] via NET/Socket/0"  # no NCCL mark: the node's line
     version = "h1:100:100 [0] NCCL INFO NCCL version 2.18.1+cuda12.1"  # a fact: something changed
     lines = [version] + h1 + h2 + h1 + [bare] + h1 + [version.replace("h1:", "h3:")] + h1
+    # a head first seen on lines without marks (spent for the node), then on a new host's marked line
+    lines += [bare.replace("h1:100:100", "h4:400:400")] * 2 + [chan.format(h="h4", p=400, r=0, c=0, t="Socket")]
     bulk, one_by_one = Engine(automaton=automaton), Engine(automaton=automaton)
     between: list[list[str]] = [[]]  # the lines `_live` judged, between two changes
     real_live, real_moved = bulk._live, bulk._moved
@@ -321,9 +324,36 @@ def test_a_hosts_repeated_fact_line_is_skipped_by_its_head_until_a_new_host_or_a
     for fact in ("hosts", "seen", "version", "transport", "plugin", "nnodes_seen", "comm", "pending"):
         assert getattr(a, fact) == getattr(b, fact), fact
     assert a.transport["n"][0] == "Socket" and a.transport["h2"][0] == "IB"  # the bare line was read
-    assert a.hosts == {"h1", "h2", "h3"}
+    assert a.hosts == {"h1", "h2", "h3", "h4"} and a.transport["h4"][0] == "Socket"
     if automaton:  # between two changes a head's marked line is judged once, its other copies skipped
         assert len(between) >= 6 and sum(map(len, between)) < 40, between
         for seen in between:
-            heads = [(x[:x.find("] ") + 1], "NCCL" in x) for x in seen]
+            heads = [x[:x.find("] ") + 1] for x in seen if "NCCL" in x]  # a line without marks is never skipped by head
             assert len(heads) == len(set(heads)), seen
+
+
+def test_corpus_logs_mixed_shuffled_and_renamed_give_the_findings_and_facts_of_every_line() -> None:
+    """The spent lines' memory (per node, key and head) against orders no single log has: three
+    corpus logs at a time, repeated, some copies shuffled, some lines' NCCL marks taken out or their
+    host renamed (a new host mid-stream, a head without marks), fed as text in batches of several
+    sizes. Findings and facts are those of looking at every line; `hosts` may lack a host whose
+    only lines were spent whatever the key (it decides nothing but which path its next lines take)."""
+    rnd = random.Random(42)
+    files = sorted((DATA / "corpus" / "nccl").glob("*.log"))
+    for _ in range(12):
+        body = [x for f in rnd.sample(files, 3) for x in split(f)[1]]
+        lines = []
+        for _ in range(rnd.randint(2, 4)):
+            copy = body[:]
+            if rnd.random() < 0.5:
+                rnd.shuffle(copy)
+            for x in copy:
+                r = rnd.random()
+                lines.append(x.replace("NCCL INFO ", "") if r < 0.05 else x.replace(":", "x:", 1) if r < 0.08 else x)
+        bulk, one_by_one = Engine(), Engine()
+        feed_both(bulk, one_by_one, lines, rnd.choice([1, 17, 400, 10**6]))
+        assert [f.to_json() for f in bulk.finish()] == [f.to_json() for f in one_by_one.finish()]
+        a, b = bulk.nodes["n"], one_by_one.nodes["n"]
+        for fact in ("seen", "version", "transport", "plugin", "nnodes_seen", "comm", "pending", "network"):
+            assert getattr(a, fact) == getattr(b, fact), fact
+        assert a.hosts <= b.hosts

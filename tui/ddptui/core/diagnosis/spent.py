@@ -243,14 +243,12 @@ class SpentLines:
         return sum(e.node == st.name for e in f.evidence) >= MAX_EVIDENCE_PER_NODE
 
     def _tell_reader(self, st: NodeState, key: str, line: str, known: set[int]) -> None:
-        """Where the line's key is the NCCL host its head names (`_key_of` read the head, as it will
-        for every line with that head and one of NCCL_MARKS), the automaton's reader is told the
+        """Where `key` is the NCCL host the line's head names, the automaton's reader is told the
         head: the literals spent for that host (`known`, the same set, which grows with it) are no
-        candidates on such a line. Where the key came from elsewhere the reader is told nothing."""
+        candidates on a line with that head and one of NCCL_MARKS, whose key (`_key_of`) is that
+        host. The head of a host not registered yet is never told: its key would be None."""
         end = line.find("] ") + 1
-        if end == 0 or self._heads.get(head := line[:end]) != key:
-            return
-        if "NCCL" in line or " INFO " in line or " WARN " in line:  # NCCL_MARKS
+        if end and self._heads.get(head := line[:end]) == key:
             by_head = self._skips_of(st)[1]
             if len(by_head) < 4096:
                 by_head[head] = known
