@@ -7,6 +7,7 @@ import pytest
 
 from ddptui.core.diagnosis import classify as C
 from ddptui.core.diagnosis.engine import Engine
+from tests.core.test_diagnosis_corpus import CORPUS, split
 
 
 @pytest.mark.parametrize("addr, kind", [
@@ -117,6 +118,16 @@ def test_a_benign_ib_event_and_a_retry_say_nothing() -> None:
     assert ids(["h:1:2 [0] NCCL INFO Call to connect returned Connection timed out, retrying"]) == set()
 
 
+def test_nccls_last_connect_retry_is_a_failed_connect_and_the_errno_decides() -> None:
+    """NCCL 2.19+ says each retry of a connect (corpus 282, hiyouga/LlamaFactory#8045): a retry is no
+    finding, the last one (34/34) is a connect that failed, judged by its errno as a WARN's would be."""
+    retry = "zgiot:1183664:1184669 [0] NCCL INFO socketPollConnect: connect returned {}, retrying ({}/34) after sleep for 3400 msec"
+    assert ids([retry.format("No route to host", n) for n in range(26, 34)]) == set()
+    assert ids([retry.format("No route to host", 34)]) == {"firewall-or-unreachable"}
+    assert ids([retry.format("Connection timed out", 34)]) == {"firewall-or-unreachable"}
+    assert ids([retry.format("Connection refused", 34)]) == set()  # nothing listens there yet, or any more: no cause
+
+
 def test_every_pattern_keeps_a_literal_anchor_for_the_gate() -> None:
     """No rule, requirement or failure sign may see every line: the engine is on every line's path."""
     e = Engine()
@@ -182,3 +193,14 @@ def test_a_global_rank_claimed_twice_is_a_duplicate_rank_until_the_whole_world_c
     assert ids([claim(r, head="Initializing distributed") for r in (1, 1, 0, 0)]) == {"duplicate-rank"}  # Lightning 2.x
     assert ids([claim(r) for r in range(8)] * 2) == set()
     assert ids([claim(r) for r in (1, 2, 0, 3)]) == set()
+
+
+def test_no_route_to_a_peer_says_how_to_pin_the_interface_that_routes() -> None:
+    """Corpus 283: a connect that got no route to the address a peer gave, fixed by the reporter with
+    NCCL_SOCKET_IFNAME=em4. The log cannot tell a firewall from an interface on the wrong network, so
+    firewall-or-unreachable's fix says both: open the ports, or pin the interface that routes."""
+    e = Engine()
+    e.feed("n", split(next(CORPUS.glob("283-*.log")))[1])
+    (f,) = [f for f in e.finish() if f.state == "active"]
+    assert f.id == "firewall-or-unreachable" and "192.168.19.14" in f.summary
+    assert "NCCL_SOCKET_IFNAME" in f.fix.explain and "nc -l PORT" in f.fix.explain

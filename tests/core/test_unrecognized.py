@@ -178,11 +178,12 @@ def test_a_process_that_aborts_says_it_failed_whatever_prints_it() -> None:
     """Ways a process reports its own abort that name no cause: an uncaught C++ exception
     (`terminate called ...`, here Gloo's, horovod/horovod#2015), the failure handler of absl,
     TensorFlow and Horovod (`*** Received signal 6 ***`), Open MPI's (`Signal: Aborted (6)`,
-    NVIDIA/nccl#1611), and ProcessGroupNCCL's watchdog teardown (karpathy/nanoGPT#55). Each alone,
+    NVIDIA/nccl#1611; `*** An error occurred in MPI_Allgather`), and ProcessGroupNCCL's watchdog teardown (karpathy/nanoGPT#55). Each alone,
     as real logs print them, is a failed node: an unrecognized-failure that quotes it."""
     for line in ["Tue Jun  9 20:10:40 2020[1]<stderr>:terminate called after throwing an instance of 'gloo::IoException'",
                  "Tue Jun  9 20:10:40 2020[1]<stderr>:*** Received signal 6 ***",
                  "[rack1-93-slot7:186363] Signal: Aborted (6)",
+                 "[10-192-80-132:07356] *** An error occurred in MPI_Allgather",  # Open MPI's (NVIDIA/nccl-tests#180)
                  "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous "
                  "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data."]:
         e = Engine()
@@ -200,3 +201,14 @@ def test_mpis_fatal_error_after_a_peer_died_leaves_the_peer_as_the_cause() -> No
     e.feed("n1", body + ["Abort(405911311) on node 1 (rank 1 in comm 0): Fatal error in PMPI_Allreduce: "
                          "Other MPI error, error stack:"])
     assert [f.id for f in e.finish() if f.state == "active"] == ["remote-rank-died"]
+
+
+def test_a_traceback_cut_before_its_exception_is_quoted() -> None:
+    """A paste or a log that ends inside a traceback (corpus 294: DeepSpeed's runner found no hostfile,
+    and init_process_group's traceback is all that follows) still failed: its first line is the
+    evidence, and the summary says what is missing, not just "failed"."""
+    e = Engine()
+    e.feed("294", split(next(CORPUS.glob("294-*.log")))[1])
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure" and f.summary == "294: a traceback, cut before its exception"
+    assert [e.text for e in f.evidence] == ["Traceback (most recent call last):"]

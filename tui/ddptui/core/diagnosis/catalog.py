@@ -68,8 +68,7 @@ _CAUSES = (
           "system's or another wheel on others. They cannot talk reliably: init fails with 'ncclSocketInit: ... "
           "family ...', hangs, or collectives go wrong.",
           _manual("use the same environment on every node: one shared venv or image (the same torch wheel and "
-                  "nvidia-nccl-cuXX pin)"),
-          suppresses=("bad-socket-ifname", "net-plugin-mismatch"), job_wide=True),
+                  "nvidia-nccl-cuXX pin)"), suppresses=("bad-socket-ifname", "net-plugin-mismatch"), job_wide=True),
     Cause("ib-not-detected", "warning", "IB asked for, no IB device found",
           "IB was asked for (NCCL_IB_DISABLE=0, or AWS's OFI plugin for EFA is installed) but NCCL found no "
           "InfiniBand or EFA device: it falls back to TCP sockets, or fails.",
@@ -79,15 +78,14 @@ _CAUSES = (
     Cause("ib-device-open-failed", "warning", "an IB device cannot be opened",
           "Some HCAs are listed but cannot be opened (often a container that exposes only some of /dev/infiniband).",
           _manual("restrict NCCL_IB_HCA to the devices the job can open, or expose /dev/infiniband/uverbs* for the "
-                  "others"),
-          suppresses=("ib-not-detected",)),  # NCCL finds no device because it cannot open the one there is
+                  "others"), suppresses=("ib-not-detected",)),  # NCCL finds no device because it cannot open the one there is
     # ---- interfaces and addresses ---------------------------------------------------------------------
     Cause("bad-socket-ifname", "error", "the socket interface named in env does not exist",
           "NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME names an interface that does not exist (or has no address) on "
-          "this node: NCCL or Gloo finds no address to use and fails at init (NCCL itself does not warn about the "
-          "name), and the other nodes wait out their timeout.",
-          _manual("set it to an interface that exists on every node (ip -br addr); for NCCL a prefix or ^exclude "
-                  "list that matches on all of them also works")),
+          "this node, or no interface has one (a container's own network): NCCL or Gloo finds no address to use "
+          "and fails at init, and the other nodes wait out their timeout.",
+          _manual("set it to an interface that exists on every node (ip -br addr; for NCCL a prefix or ^exclude "
+                  "list that matches on all of them also works); a container with none needs --network host")),
     Cause("wrong-interface", "error", "traffic between the nodes would use an interface that does not reach them",
           "NCCL or Gloo uses an interface that does not reach the other nodes: the loopback (127.0.0.1), or a "
           "container/virtual one (docker0, veth*, cni*...). Connections to it are refused or time out ('unhandled "
@@ -119,10 +117,12 @@ _CAUSES = (
           suppresses=("tcpstore-timeout", "master-not-started")),
     Cause("firewall-or-unreachable", "error", "a TCP connection between the nodes does not get through",
           "A TCP connection between the nodes did not get through: a firewall drops or rejects it, or there is no "
-          "route. torchrun waits out its rendezvous timeout in silence; NCCL and Gloo also open ephemeral ports "
-          "besides the rendezvous port.",
+          "route to the address a node gave (NCCL or Gloo took an interface the others cannot reach). torchrun waits "
+          "out its rendezvous timeout in silence; NCCL and Gloo also open ephemeral ports besides the rendezvous port.",
           _manual("open TCP between the nodes on the interface NCCL/Gloo use, for the master port and the ephemeral "
-                  "ports (test with nc -l PORT / nc NODE PORT), or run containers with --network host"),
+                  "ports (test with nc -l PORT / nc NODE PORT), or run containers with --network host; where the "
+                  "address is on a network the others cannot reach, set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) "
+                  "to the interface that routes between the nodes"),
           suppresses=("remote-rank-died",)),
     # ---- rendezvous ----------------------------------------------------------------------------------
     Cause("master-not-started", "warning", "a worker waits for a master that is not running",

@@ -112,6 +112,12 @@ def decide_nccl_connect(groups: tuple) -> tuple[str, str] | None:
     return _connect_verdict("nccl", addr, None, err)
 
 
+def decide_nccl_retry(groups: tuple) -> tuple[str, str] | None:
+    """(errno text, retry, retries) of NCCL's connect retry: the last one is a failed connect."""
+    err, retry, retries = groups[:3]
+    return _connect_verdict("nccl", None, None, err) if retry == retries else None
+
+
 def decide_gloo_connect(groups: tuple) -> tuple[str, str] | None:
     """Gloo's pair: (address, errno text) or (errno text, address), whichever the wording gives."""
     a, b = groups[:2]

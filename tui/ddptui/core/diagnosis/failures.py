@@ -17,6 +17,7 @@ from .signs import CONSEQUENCE, Sign
 @dataclass
 class NodeFailure:
     traceback_at: int = 0  # the line of the first "Traceback (most recent call last)"
+    traceback_line: str = ""  # and its text: the evidence of a traceback cut before its exception
     exception: tuple[int, str] | None = None  # the first traceback's exception line (or the first one seen)
     own: tuple[int, str] | None = None  # the first exception that no other rank's failure caused (CONSEQUENCE)
     warn: tuple[int, str] | None = None  # the first NCCL WARN that is no known notice
@@ -43,7 +44,8 @@ class Failures:
             return
         text = line.strip()
         if sign.kind == "traceback":
-            nf.traceback_at = nf.traceback_at or n
+            if not nf.traceback_at:
+                nf.traceback_at, nf.traceback_line = n, text
         elif sign.kind == "exception":
             # the exception line that ends the first traceback wins over one seen before it
             if nf.exception is None or (nf.traceback_at and nf.exception[0] < nf.traceback_at):
@@ -80,12 +82,15 @@ class Failures:
             nodes.append(node)
             exc = nf.own or nf.exception  # the node's own error before the broken link it caused
             ev = [Evidence(node, it[0], it[1]) for it in (nf.warn, exc, nf.exit) if it]
+            if not ev and nf.traceback_at:  # all there is: a traceback, its exception line cut off
+                ev.append(Evidence(node, nf.traceback_at, nf.traceback_line))
             if nf.rc:
                 sig = signal_of_exit(nf.rc)
                 ev.append(Evidence(node, 0, f"exit code {nf.rc}" + (f" ({signal_name(sig)})" if sig else "")))
             evidence += ev
             first = exc or nf.warn or nf.exit
-            parts.append(said(node, first[1]) if first else f"{node}: {ev[-1].text if ev else 'failed'}")
+            cut = nf.traceback_at and not nf.rc and f"{node}: a traceback, cut before its exception"
+            parts.append(said(node, first[1]) if first else cut or f"{node}: {ev[-1].text if ev else 'failed'}")
         return nodes, "; ".join(parts), evidence
 
 

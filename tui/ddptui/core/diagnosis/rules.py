@@ -119,6 +119,16 @@ RULES: tuple[Rule, ...] = (
          summary="ranks {0} and {1} both on CUDA device {2}"),
     Rule("duplicate-rank", (r"Bootstrap Root : rank (\d+) of (\d+) ranks has already checked in",),
          summary="rank {0} of {1} checked in twice"),
+    # NCCL 2.19+ retries a connect a number of times before it fails; its last retry is the failure, which the
+    # errno decides (hiyouga/LlamaFactory#8045: `No route to host, retrying (34/34)`)
+    Rule("firewall-or-unreachable", (r"socketPollConnect: connect returned ([A-Za-z ]+), retrying \((\d+)/(\d+)\)",),
+         decide=C.decide_nccl_retry),
+    # MPI's UCX told to reach a peer at 172.17.0.1, the address Docker gives docker0 on every host: the peer's
+    # UCX picked docker0 (a blog's srun + pyxis nccl-tests; pinning Open MPI's and NCCL's interfaces fixed it)
+    Rule("wrong-interface", (r"UCX +ERROR +connect\(fd=\d+, dest_addr=(172\.17\.0\.1):\d+\) failed",),
+         summary="MPI's UCX connects to {0}, docker0's address: a peer's UCX picked docker0",
+         fix=Fix(scope="manual", explain="keep MPI off docker0: OMPI_MCA_btl_tcp_if_include=IFACE and UCX_NET_DEVICES="
+                                         "IFACE (the interface between the nodes), or OMPI_MCA_pml=^ucx")),
     # Gloo's pairs: old "connect [addr]:port: errno text", new "SO_ERROR: errno text, remote=[addr]"
     Rule("loopback-hostname", (r"connect \[([^\]]+)\]:\d+: ([A-Za-z ]+)", r"SO_ERROR: ([A-Za-z ]+), remote=\[([^\]]+)\]"),
          decide=C.decide_gloo_connect),
@@ -247,8 +257,12 @@ RULES: tuple[Rule, ...] = (
          summary="a host name published by the rendezvous does not resolve"),
     Rule("master-not-started", (r"host not found",), summary="the master's name does not resolve (yet)"),
     Rule("bad-socket-ifname", (r"Unable to find address for: (\S+)",), summary="no address for interface {0}"),
-    # NCCL's interface filter let nothing through (its WARN, or the "Last error:" of an ncclInternalError)
-    Rule("bad-socket-ifname", (r"Bootstrap : no socket interface found",),
+    # NCCL's interface filter let nothing through (its WARN, or the "Last error:" of an ncclInternalError;
+    # NCCL 2.4-2.7 said it in net_socket (Tencent/PocketFlow#105: NCCL_SOCKET_IFNAME=eth1 in a container
+    # that has only eth0), and where no interface has an IPv4 address tried a socket it could not make
+    # (NVIDIA/nccl-tests#14 in a container, NVIDIA/nccl#210: "no IP interface found on the machine")
+    Rule("bad-socket-ifname", (r"Bootstrap : no socket interface found", r"NET/Socket : no interface found",
+                               r"Socket creation failed : Address family not supported by protocol"),
          summary="NCCL found no interface that NCCL_SOCKET_IFNAME (or its default filter) allows"),
     # c10d's getaddrinfo of a host name: the address family and the gai error decide
     Rule("hostname-resolution",

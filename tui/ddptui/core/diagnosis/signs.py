@@ -90,7 +90,7 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # errors their libraries print without a Python exception: MPI's (olcf-user-docs: Cray MPICH's NIC
     # policy at init; of kind exit: a collective's also fails so when a peer died, which explains it),
     # MIOpen's (LUMI: its database on Lustre), a verbs call NCCL made (the WARN cut off)
-    Sign("exit", r"Fatal error in P?MPI_\w+"),
+    Sign("exit", r"Fatal error in P?MPI_\w+|\*\*\* An error occurred in MPI_\w+"),  # MPICH's; Open MPI's (nccl-tests#180)
     Sign("exception", r"MIOpen Error: "),
     Sign("warn", r"Call to ibv_\w+ failed with error "),
     # Slurm lost a node of the job and cancelled the step (huggingface/m4-logs, Jean Zay: a node crashed)
