@@ -89,8 +89,12 @@ class Failures:
                 ev.append(Evidence(node, 0, f"exit code {nf.rc}" + (f" ({signal_name(sig)})" if sig else "")))
             evidence += ev
             first = exc or nf.warn or nf.exit
-            cut = nf.traceback_at and not nf.rc and f"{node}: a traceback, cut before its exception"
-            parts.append(said(node, first[1]) if first else cut or f"{node}: {ev[-1].text if ev else 'failed'}")
+            if first:
+                parts.append(said(node, first[1]))
+            elif nf.traceback_at and not nf.rc:
+                parts.append(f"{node}: a traceback, cut before its exception")
+            else:
+                parts.append(f"{node}: {ev[-1].text if ev else 'failed'}")
         return nodes, "; ".join(parts), evidence
 
 
