@@ -170,9 +170,9 @@ class Engine(SpentLines):
                               f"{self.expected_nnodes}", [Evidence(st.name, n, line.strip())])
 
     # ---- findings ---------------------------------------------------------------------------
-    def _hit(self, rule: Rule, node: str, ev: Evidence, groups: tuple) -> None:
+    def _hit(self, rule: Rule, node: str, ev: Evidence, groups: tuple, severity: str | None = None) -> None:
         if (said := _said_by(rule, groups)) is not None:
-            self._raise(said[0], node, ev, *said[1:])
+            self._raise(said[0], node, ev, said[1], said[2], severity or said[3])
 
     def _raise(self, fid: str, node: str, ev: Evidence, summary: str, fix, severity: str | None) -> None:
         f = self._findings.get(fid)
@@ -234,7 +234,11 @@ class Engine(SpentLines):
                 if any(a in st.seen for a in rule.absent):
                     continue
                 n, line = st.seen[f"hit:{ri}"]
-                self._hit(rule, st.name, Evidence(st.name, n, line.strip()), ())
+                if not rule.info_unless_failed:
+                    self._hit(rule, st.name, Evidence(st.name, n, line.strip()), ())
+                elif m := rule.compiled[0].search(line):
+                    quiet = "info" if not self.failures.failed(st.name) else None
+                    self._hit(rule, st.name, Evidence(st.name, n, line.strip()), m.groups(), quiet)
         self._unrecognized()
         return self.findings
 

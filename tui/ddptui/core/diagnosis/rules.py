@@ -41,6 +41,7 @@ class Rule:
     resolved_by: tuple[str, ...] = ()
     at_end: bool = False  # judged when the log ends (or the run does), not line by line
     absent: tuple[str, ...] = ()  # at_end rules: none of these may have been seen on the node
+    info_unless_failed: bool = False  # at_end rules: information, not the catalog's severity, where the node did not fail
     severity: str | None = None  # this variant's own severity; None: the catalog's
     fix: Fix | None | Default = DEFAULT  # this variant's own fix; DEFAULT: the catalog's
     decide: Decide | None = None  # match groups -> (id, summary), or None: the line decides nothing
@@ -74,6 +75,9 @@ RCCL_ADVICE = r"NCCL WARN (?:" + _RCCL_ADVICE + ")"
 # a WARN that says the job went wrong: not the libraries NCCL looks for and lacks, nor RCCL's advice
 _WARN_OF_A_FAILURE = r" WARN (?!Failed to open lib|" + _RCCL_ADVICE + ")"
 
+_VIRTUAL = r"veth\w*|docker\w*|virbr\w*|br-\w+|cni\w*|flannel\S*|cali\w+"  # container and VM bridges, their pairs
+_VIRTUAL_HEADS = ("veth", "docker", "virbr", "br-", "cni", "flannel", "cali")  # what the prefilter finds them by
+
 RULES: tuple[Rule, ...] = (
     Rule("ib-socket-mismatch", (r"socketFinalizeAccept: wrong type ([34]) != ([34])",),
          summary="socket type {0} met type {1}: NET/IB on one side, NET/Socket on the other"),
@@ -104,9 +108,15 @@ RULES: tuple[Rule, ...] = (
          fix=Fix(env={"NCCL_SOCKET_IFNAME": "^lo,docker"}, scope="all-nodes",
                  explain="pin NCCL_SOCKET_IFNAME to the interface that routes between the nodes (e.g. eth0); never "
                          "lo for multi-node")),
-    Rule("wrong-interface",
-         (r"(?:Bootstrap|NET/Socket) : Using .*\[\d\](veth\w*|docker\w*|virbr\w*|br-\w+|cni\w*|flannel\S*|cali\w+):",),
-         anchor=r"\](?:veth|docker|virbr|br-|cni|flannel|cali)", summary="NCCL uses the virtual interface {0}"),
+    # a virtual interface NCCL takes first: the bootstrap and the first socket use it
+    Rule("wrong-interface", (r"(?:Bootstrap|NET/Socket) : Using (?:\[0\])?(" + _VIRTUAL + "):",),
+         anchor="|".join(rf"\[0\]{v}|Using {v}" for v in _VIRTUAL_HEADS), summary="NCCL uses the virtual interface {0}"),
+    # one it lists after a real one carries only the channels NCCL puts on it: healthy jobs list docker0 or a veth
+    # second and run (pytorch/pytorch#68893, facebookresearch/fairseq#2329), failing ones too (corpus 13, 143,
+    # 284), and their pastes are alike: the cause where the node failed, else a word on it
+    Rule("wrong-interface", (r"(?:Bootstrap|NET/Socket) : Using .*?\[[1-9]\d*\](" + _VIRTUAL + "):",),
+         anchor=r"\](?:" + "|".join(_VIRTUAL_HEADS) + ")", at_end=True, info_unless_failed=True,
+         summary="NCCL also lists the virtual interface {0}: a channel NCCL puts on it does not reach the other nodes"),
     # NCCL's sockets (bootstrap, proxy, net), old and new wordings: the errno and the peer decide
     Rule("firewall-or-unreachable",
          (r"Connect to \[?([^\s<\]]+)\]?<\d+> (?:failed : |returned \d+\()([A-Za-z ]+)",
@@ -184,7 +194,8 @@ RULES: tuple[Rule, ...] = (
          fix=Fix(scope="manual", explain="see what the rank the report names was doing after the collective it "
                                          "finished: its own log and traceback, or `py-spy dump --pid PID` while it "
                                          "hangs; then make every rank run the same collectives in the same order")),
-    Rule("collective-mismatch", (r"collective mismatch error, local size (\d+) remote size (\d+)",),
+    # NCCL 2.7.8 (NVIDIA/nccl#531) said it without the comma and the second "size"
+    Rule("collective-mismatch", (r"collective mismatch error,? local size (\d+) remote (?:size )?(\d+)",),
          summary="local size {0}, remote size {1}"),
     Rule("collective-mismatch", (r"Mismatched collective detected.*? around rank (\d+)",),
          summary="NCCL saw a mismatched collective around rank {0}"),
