@@ -209,8 +209,9 @@ def test_no_route_to_a_peer_says_how_to_pin_the_interface_that_routes() -> None:
 def test_a_virtual_interface_listed_second_is_the_cause_only_where_the_node_failed() -> None:
     """NCCL lists a real interface, then a container's (corpus 284: bond0, then a docker veth): healthy
     jobs print the same (pytorch/pytorch#68893's working run, corpus 304) and run, since NCCL puts
-    channels on it only sometimes. Where the node failed it is the cause, an error; where it did not,
-    a word on it (information, which is no alarm). One listed first is the cause at once."""
+    channels on it only sometimes. Where the node failed and nothing else explains it, it is the
+    cause, an error; elsewhere a word on it (information, which is no alarm). One listed first is the
+    cause at once."""
     body = split(next(CORPUS.glob("284-*.log")))[1]
     quiet, failed = Engine(), Engine()
     for e in (quiet, failed):
@@ -220,6 +221,10 @@ def test_a_virtual_interface_listed_second_is_the_cause_only_where_the_node_fail
     assert (q.id, q.severity) == ("wrong-interface", "info") and "veth8739016" in q.summary
     assert (f.id, f.severity, f.summary) == ("wrong-interface", "error", q.summary)
     assert f.evidence[0].text.endswith("[1]veth8739016:fe80::5804:edff:fe5b:6570%veth8739016<0>")
+    other = Engine()  # a failure another finding explains: the interface is a word beside it, not a second cause
+    other.feed("n", body + ["RuntimeError: Address already in use"])
+    other.node_exited("n", 1)
+    assert sorted((x.id, x.severity) for x in other.finish()) == [("port-in-use", "error"), ("wrong-interface", "info")]
     first = Engine()
     first.feed("n", ["h:1:1 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0> [1]eth0:10.0.0.2<0>"])
     assert [(x.id, x.severity) for x in first.finish()] == [("wrong-interface", "error")]

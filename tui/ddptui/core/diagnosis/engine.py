@@ -236,11 +236,15 @@ class Engine(SpentLines):
                 n, line = st.seen[f"hit:{ri}"]
                 if not rule.info_unless_failed:
                     self._hit(rule, st.name, Evidence(st.name, n, line.strip()), ())
-                elif m := rule.compiled[0].search(line):
-                    quiet = "info" if not self.failures.failed(st.name) else None
-                    self._hit(rule, st.name, Evidence(st.name, n, line.strip()), m.groups(), quiet)
+                elif m := rule.compiled[0].search(line):  # the cause of a failure nothing else explains
+                    cause = self.failures.failed(st.name) and not self._explained(st.name)
+                    self._hit(rule, st.name, Evidence(st.name, n, line.strip()), m.groups(), None if cause else "info")
         self._unrecognized()
         return self.findings
+
+    def _explained(self, node: str) -> bool:
+        return any(f.severity == "error" and f.state == "active" and node in f.nodes and f.id != "unrecognized-failure"
+                   for f in self._findings.values())
 
     def node_exited(self, node: str, rc: int) -> None:
         """The runner saw `node`'s command end with exit code `rc` (a negative rc: killed by that signal).
