@@ -234,17 +234,17 @@ class Engine(SpentLines):
                 if any(a in st.seen for a in rule.absent):
                     continue
                 n, line = st.seen[f"hit:{ri}"]
-                if not rule.info_unless_failed:
-                    self._hit(rule, st.name, Evidence(st.name, n, line.strip()), ())
-                elif m := rule.compiled[0].search(line):  # the cause of a failure nothing else explains
-                    cause = self.failures.failed(st.name) and not self._explained(st.name)
-                    self._hit(rule, st.name, Evidence(st.name, n, line.strip()), m.groups(), None if cause else "info")
+                m = next(m for p in rule.compiled if (m := p.search(line)))  # the line matched when it was seen
+                quiet = rule.info_unless_failed and not self._unexplained(st.name)
+                self._hit(rule, st.name, Evidence(st.name, n, line.strip()), m.groups(), "info" if quiet else None)
         self._unrecognized()
         return self.findings
 
-    def _explained(self, node: str) -> bool:
-        return any(f.severity == "error" and f.state == "active" and node in f.nodes and f.id != "unrecognized-failure"
-                   for f in self._findings.values())
+    def _unexplained(self, node: str) -> bool:
+        """`node` failed and no finding says why but unrecognized-failure and information (the test
+        `_unrecognized` makes, failures.unexplained)."""
+        causes = [f for f in self._findings.values() if f.id != "unrecognized-failure" and f.severity != "info"]
+        return node in self.failures.unexplained(causes)[0]
 
     def node_exited(self, node: str, rc: int) -> None:
         """The runner saw `node`'s command end with exit code `rc` (a negative rc: killed by that signal).

@@ -61,10 +61,6 @@ class Failures:
         nf = self.nodes.setdefault(node, NodeFailure())
         nf.rc = rc
 
-    def failed(self, node: str) -> bool:
-        nf = self.nodes.get(node)
-        return bool(nf and nf.failed)
-
     def own_error(self, node: str) -> bool:
         """A rank on the node raised an error of its own (the training script's), not only ones that
         another rank's failure caused (signs.CONSEQUENCE)."""

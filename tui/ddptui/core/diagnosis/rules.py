@@ -41,7 +41,7 @@ class Rule:
     resolved_by: tuple[str, ...] = ()
     at_end: bool = False  # judged when the log ends (or the run does), not line by line
     absent: tuple[str, ...] = ()  # at_end rules: none of these may have been seen on the node
-    info_unless_failed: bool = False  # at_end rules: information, not the catalog's severity, where the node did not fail
+    info_unless_failed: bool = False  # at_end rules: information where the node did not fail, or something else says why
     severity: str | None = None  # this variant's own severity; None: the catalog's
     fix: Fix | None | Default = DEFAULT  # this variant's own fix; DEFAULT: the catalog's
     decide: Decide | None = None  # match groups -> (id, summary), or None: the line decides nothing

@@ -130,7 +130,7 @@ class SpentLines:
     def _scan(self, st: NodeState, n: int, text: str) -> None:
         # a coloured line is judged without its colours, which may hide a literal: none is skipped unseen
         coloured = "\x1b" in text
-        skip, by_head = ((), None) if coloured else self._skips_of(st)
+        skip, by_head = ((), None) if coloured else (self._skip_of(st), self._by_head_of(st))
         for i, start, end, held in self._prefilter.candidates(text, skip, by_head, NCCL_MARKS):
             line = text[start:end]
             if coloured and "\x1b" in line:  # the literals are looked for in the line without its colours
@@ -155,13 +155,17 @@ class SpentLines:
             by_head.clear()
         self._spent_keys.clear()
 
-    def _skips_of(self, st: NodeState) -> tuple[set[int], dict[str, set[int]]]:
-        """The node's literals spent whatever the key, and per line head those spent for its host."""
-        skip = self._skips.get(st.name)
-        if skip is None:
+    def _skip_of(self, st: NodeState) -> set[int]:
+        """The node's literals spent whatever the key (the reader holds the set: cleared in place)."""
+        if (skip := self._skips.get(st.name)) is None:
             skip = self._skips[st.name] = set()
-            self._by_head[st.name] = {}
-        return skip, self._by_head[st.name]
+        return skip
+
+    def _by_head_of(self, st: NodeState) -> dict[str, set[int]]:
+        """The node's literals spent for the host a line head names, per head (as `_skip_of`)."""
+        if (by_head := self._by_head.get(st.name)) is None:
+            by_head = self._by_head[st.name] = {}
+        return by_head
 
     def _candidates(self, line: str) -> list[Entry]:
         """The entries anchored on the literals the line holds (found in Python: the line's literals
@@ -218,7 +222,7 @@ class SpentLines:
                     if known is None:
                         known = self._spent_keys[(st.name, key)] = set()
                     if scope == "node":
-                        self._skips_of(st)[0].add(li)
+                        self._skip_of(st).add(li)
                     elif li not in known:
                         found = True  # a literal newly spent for the key: the reader may skip it by head
                     known.add(li)
@@ -249,7 +253,7 @@ class SpentLines:
         host. The head of a host not registered yet is never told: its key would be None."""
         end = line.find("] ") + 1
         if end and self._heads.get(head := line[:end]) == key:
-            by_head = self._skips_of(st)[1]
+            by_head = self._by_head_of(st)
             if len(by_head) < 4096:
                 by_head[head] = known
 
