@@ -52,6 +52,19 @@ def test_stream_quick_prints_ddptui_and_the_cat_baseline() -> None:
     assert re.search(r"2 nodes vs 1: first line -> last on disk \d+\.\d\dx", out), out
 
 
+@needs_torch
+@pytest.mark.torch
+def test_waits_quick_times_the_readers_locks() -> None:
+    """bench.waits: each lock a reader takes, timed in a real run (so a lock renamed or moved out of
+    the watched modules shows here as a figure gone, not as a bench that measures nothing)."""
+    out = quick("bench.waits")
+    for n in (1, 2):
+        assert f"{n} node(s) x 20,000 NCCL lines, local, run 1 of 1: the readers' locks" in out, out
+    for where in ("cli_printer", "rundir"):  # taken for every batch: at least once a node
+        assert re.search(rf"  {where} +taken +[1-9]\d* +waited +\d+\.\d{{3}} s", out), out
+    assert re.search(r"in all: the readers waited \d+\.\d{3} s for each other", out), out
+
+
 def test_the_paced_workload_keeps_its_schedule_and_writes_the_floods_lines() -> None:
     """bench.stream --rate times how far behind its nodes ddptui is: only worth it if the workload
     writes at the rate asked (not faster: a flood) and the same lines as the flood, flushed."""

@@ -4,6 +4,8 @@ in the terminal's own encoding, mixed in order with the other events' lines."""
 from __future__ import annotations
 
 import io
+import threading
+import time
 import json
 
 from ddptui.cli_printer import Printer
@@ -84,3 +86,53 @@ def test_a_finding_is_marked_as_what_it_is() -> None:
     assert [l.split("│ ", 1)[1].split(":", 1)[0] for l in out.getvalue().splitlines()] == [
         "ℹ exit-barrier-race (info, active)", "⚠ unrecognized-failure (error, active)",
         "✓ master-not-started (warning, resolved)"]
+
+
+class _Slow(io.RawIOBase):
+    """A terminal that takes its time: each write gives the other threads their turn first."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        time.sleep(0.0005)
+        self.data += bytes(b)
+        return len(b)
+
+
+def test_nodes_printing_at_once_never_mix_their_lines() -> None:
+    """Four nodes' readers print at once (each batch is made outside the printer's lock, and only
+    written under it): every line stays whole with its own node's name, and each batch is one run
+    of lines, in its node's order."""
+    raw = _Slow()
+    out = io.TextIOWrapper(io.BufferedWriter(raw, buffer_size=64), encoding="utf-8")
+    p = Printer(as_json=False, width=6, redactor=None)
+    p.out = out
+    batches, size = 40, 25
+
+    def node(name: str) -> None:
+        for b in range(batches):
+            p(E.NodeOutput(name, tuple(f"{name} batch {b} line {k}" for k in range(size)), 1 + b * size, "stdout"))
+
+    threads = [threading.Thread(target=node, args=(f"n{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out.flush()
+    lines = raw.data.decode().splitlines()
+    assert len(lines) == 4 * batches * size
+    runs: list[tuple[str, int]] = []  # (node, batch) of each run of lines, in the order printed
+    for line in lines:
+        pre, _, text = line.partition(" │ ")
+        name, _, b, _, _ = text.split(" ")
+        assert pre.strip() == name, line  # the node's name is the line's own
+        if not runs or runs[-1] != (name, int(b)):
+            runs.append((name, int(b)))
+    assert len(runs) == 4 * batches  # no batch cut by another's lines
+    for i in range(4):
+        assert [b for n, b in runs if n == f"n{i}"] == list(range(batches))
+    assert len({n for n, _ in runs[:8]}) > 1  # the nodes did print at once

@@ -29,15 +29,14 @@ class Printer:
         from .core import events as E
 
         r = self.redactor
+        if isinstance(ev, E.NodeOutput):  # masked at their source (the run's redactor), as the logs are
+            if ev.lines:  # made before the lock, which is held only to write: other nodes' batches wait for
+                # the write alone, not for this one's prefixing or escaping (a copy of the batch, in C)
+                made = self._json_text(ev) if self.as_json else self._prefixed(f"{ev.node:<{self.width}} │ ", ev.data)
+                with self._lock:
+                    self._put(made)
+            return
         with self._lock:
-            if isinstance(ev, E.NodeOutput):
-                lines = ev.lines  # masked at their source (the run's redactor), as the logs are
-                if self.as_json:
-                    if lines:
-                        self._json_lines(ev)
-                elif lines:
-                    self._lines(f"{ev.node:<{self.width}} │ ", ev.data)
-                return
             if self.as_json:
                 self._w(json.dumps(r.obj(ev.to_json(), "output") if r else ev.to_json(), default=str), mask=False)
                 return
@@ -70,31 +69,39 @@ class Printer:
             elif isinstance(ev, E.RunStarted):
                 self._w(f"{'ddptui':<{self.width}} │ run {ev.run_id} → {ev.run_dir}")
 
-    def _lines(self, pre: str, data: bytes) -> None:
+    def _prefixed(self, pre: str, data: bytes) -> str | tuple[bytes, memoryview]:
         """`pre` before each line of `data` (a batch's UTF-8 bytes, each line ending "\n", as they
-        went to the log): the prefix put in by one replace of the bytes; never a string per line."""
-        buf = getattr(self.out, "buffer", None)
-        if buf is None:  # a stream of text only
-            self._w(pre + data[:-1].decode().replace("\n", "\n" + pre) + "\n", nl=False, mask=False)
-            return
+        went to the log): the prefix put in by one replace of the bytes; never a string per line.
+        What `_put` writes: the prefix and the batch with a prefix after every newline but the last
+        (or, where the output takes text only, the whole text)."""
+        if getattr(self.out, "buffer", None) is None:  # a stream of text only
+            return pre + data[:-1].decode().replace("\n", "\n" + pre) + "\n"
         enc = (getattr(self.out, "encoding", None) or "utf-8").lower().replace("_", "-")
         p = pre.encode(enc, "replace")
         if enc not in ("utf-8", "utf8") and not data.isascii():  # the terminal's encoding, as the text layer's
             data = data.decode().encode(enc, "replace")
-        self.out.flush()  # what went through the text layer first
         out = memoryview(data.replace(b"\n", b"\n" + p))
-        buf.write(p)  # the prefix, then the batch with a prefix after every newline but the last
-        buf.write(out[:len(out) - len(p)])
-        buf.flush()
+        return p, out[:len(out) - len(p)]
 
-    def _json_lines(self, ev) -> None:
+    def _json_text(self, ev) -> str:
         """A batch as `--json` output events, one JSON object per line (what json.dumps makes of
-        {"event": "output", "node", "stream", "line", "text"}, byte for byte), written as one text:
-        per line only the text's escaping (json's own, in C) and one format."""
+        {"event": "output", "node", "stream", "line", "text"}, byte for byte), as one text: per line
+        only the text's escaping (json's own, in C) and one format."""
         head = f'{{"event": "output", "node": {esc(ev.node)}, "stream": {esc(ev.stream)}, "line": '
         first = ev.first_line
-        self.out.write("".join([f'{head}{first + i}, "text": {esc(t)}}}\n' for i, t in enumerate(ev.lines)]))
-        self.out.flush()
+        return "".join([f'{head}{first + i}, "text": {esc(t)}}}\n' for i, t in enumerate(ev.lines)])
+
+    def _put(self, made: str | tuple[bytes, memoryview]) -> None:
+        """Write what `_prefixed` or `_json_text` made (under the lock), flushed."""
+        if isinstance(made, str):
+            self.out.write(made)
+            self.out.flush()
+            return
+        buf = self.out.buffer
+        self.out.flush()  # what went through the text layer first
+        for part in made:
+            buf.write(part)
+        buf.flush()
 
     def _w(self, s: str, nl: bool = True, mask: bool = True) -> None:
         if mask and self.redactor is not None:
