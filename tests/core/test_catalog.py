@@ -11,7 +11,8 @@ from ddptui.core.checks import judge
 from ddptui.core.checks.preflight import NodeTarget, Preflight
 from ddptui.core.diagnosis.facts import NodeState
 from ddptui.core.diagnosis import catalog
-from ddptui.core.diagnosis.catalog import CATALOG, finding, merge_by_id
+from ddptui.core.diagnosis.catalog import CATALOG, finding
+from ddptui.core.diagnosis.merge import merge_by_id
 from ddptui.core.diagnosis.engine import Engine
 from ddptui.core.diagnosis.model import SEVERITIES, Evidence, Finding, Fix
 from ddptui.core.diagnosis.rules import CROSS_RULES, RULES

@@ -2,7 +2,7 @@
 what differs between the nodes. Pure functions of the facts, so they are tested without nodes.
 
 Each per-node finding names its node first in its summary ("node02: ..."); Preflight merges the
-findings of one id into one that covers all its nodes (catalog.merge_by_id).
+findings of one id into one that covers all its nodes (diagnosis/merge.py).
 """
 
 from __future__ import annotations

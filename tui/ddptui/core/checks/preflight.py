@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 from typing import Any
 
-from ..diagnosis.catalog import finding, merge_by_id
+from ..diagnosis.catalog import finding
+from ..diagnosis.merge import merge_by_id
 from ..diagnosis.model import Evidence, Finding, Fix
 from ..events import CheckResult
 from ..playbook.model import Playbook

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 
-from ..diagnosis.catalog import merge_by_id
+from ..diagnosis.merge import merge_by_id
 from ..errors import StepFailed
 from ..events import CheckResult, Event, FindingRaised
 from ..launch.nodes import NodeRun, fan_out
