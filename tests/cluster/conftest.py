@@ -14,6 +14,7 @@ DOUBLES = DATA / "doubles"
 GPU = str(DOUBLES / "gpu-v100x2")
 GPU_IB = f"{DOUBLES / 'gpu-v100x2'}:{DOUBLES / 'ib-active'}"
 GPU_FABRIC_DOWN = f"{DOUBLES / 'fabric-in-progress'}:{DOUBLES / 'gpu-v100x2'}"
+GPU_REMAP_PENDING = f"{DOUBLES / 'remap-pending'}:{DOUBLES / 'gpu-v100x2'}"
 
 NODES = ["node02", "node03", "node04"]
 
@@ -41,6 +42,7 @@ def cluster():
         NodeOpts("ibb", extra_path=GPU_IB, setenv={"NCCL_IB_DISABLE": "1"}),  # ...but its shell disables IB
         NodeOpts("dummyib", extra_path=GPU, dummy_ifaces=(("ib0", "192.168.77.2/24"),)),  # NCCL would pick ib0
         NodeOpts("nvsw", extra_path=GPU_FABRIC_DOWN),  # test doubles: 2 GPUs, an NVSwitch fabric not set up
+        NodeOpts("remap", extra_path=GPU_REMAP_PENDING),  # test doubles: 2 GPUs, one's rows waiting for a reset
     ]
     cl = up(specs)
     cl.drop_port("dead", 22)

@@ -162,6 +162,22 @@ def test_a_node_whose_nvswitch_fabric_is_not_set_up(cluster: Cluster, ssh_env: P
     assert "fabric" not in next(n for n in rep["nodes"] if n["name"] == "gpua")["facts"]
 
 
+def test_a_gpu_whose_memory_waits_for_a_reset(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:
+    """A GPU that met a memory error marks rows for remapping, done at its next reset (NVIDIA's GPU
+    Memory Error Management guide); until then the job may meet the bad rows again. The check reads
+    `nvidia-smi -q`'s Remapped Rows (on remap: gpud's recorded A10, Pending: Yes) and warns before
+    launch, with the line that says so; gpua's GPUs are sound, and nothing is said of them."""
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["gpua", "remap"], port=29558, backend="nccl"), runs_dir)
+    (f,) = [f for f in rep["findings"] if f["id"] == "gpu-hardware-fault"]
+    assert f["nodes"] == ["remap"] and f["severity"] == "warning", f
+    assert "GPU 00000000:07:00.0: rows wait for a GPU reset" in f["summary"] and "nvidia-smi -r" in f["fix"]["explain"]
+    assert f["evidence"][0]["text"] == "GPU 00000000:07:00.0: Remapped Rows: Pending: Yes"
+    assert "nvidia-smi -q" in f["evidence"][0]["command"]
+    checks = {(n["name"], c["id"]): c for n in rep["nodes"] for c in n["checks"]}
+    assert checks[("remap", "gpus")]["status"] == "warn" and "rows wait for a GPU reset" in checks[("remap", "gpus")]["summary"]
+    assert checks[("gpua", "gpus")]["status"] == "pass"
+
+
 def test_wrong_interface_when_nccl_would_pick_ib0(cluster: Cluster, ssh_env: Path, tmp_path: Path,
                                                   runs_dir: Path) -> None:
     rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["gpua", "dummyib"], port=29548, backend="nccl"), runs_dir)

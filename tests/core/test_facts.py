@@ -151,16 +151,22 @@ def test_the_process_holding_a_port_is_read_from_ss():
 
 def fabric_of(name: str) -> list[F.Fabric]:
     """What the probe's own `fabric` command (nvidia-smi -q through its awk) keeps of a recorded -q."""
+    kept = kept_by_probe(name)
+    # the GPU lines, Fabric, Retired Pages and Remapped Rows blocks only
+    assert len(kept.splitlines()) <= 14 * max(1, body(name).count("\nGPU "))
+    return F.parse_fabric(kept)
+
+
+def kept_by_probe(name: str) -> str:
+    """What the probe's `fabric` command (nvidia-smi -q through its awk) keeps of a recorded -q."""
     import subprocess
 
     from ddptui.core.checks.probe import probe_commands
 
     cmd = dict(probe_commands(None, 29500, True, False))["fabric"]
     assert cmd.startswith("nvidia-smi -q | ")
-    kept = subprocess.run(["sh", "-c", cmd.split(" | ", 1)[1]], input=body(name), capture_output=True, text=True,
+    return subprocess.run(["sh", "-c", cmd.split(" | ", 1)[1]], input=body(name), capture_output=True, text=True,
                           check=True).stdout
-    assert len(kept.splitlines()) <= 4 * max(1, body(name).count("\nGPU "))  # the GPU lines and Fabric blocks only
-    return F.parse_fabric(kept)
 
 
 def test_nvswitch_fabric_of_a_ready_hgx_node():
@@ -219,3 +225,40 @@ def test_ip_route_get_text_reads_as_its_json() -> None:
     assert F.parse_route(outputs["ip route get 127.0.0.1"])["type"] == "local"
     assert F.parse_route(outputs["ip route get 8.8.8.8"]) == {
         "interface": "eth0", "source": "192.0.2.2", "type": "unicast", "gateway": "192.0.2.1"}
+
+
+def test_a_gpu_whose_rows_wait_for_a_reset_is_read_through_the_probe() -> None:
+    """gpud's A10 (Remapped Rows: Uncorrectable Error 4, Pending: Yes) and the A100 of the
+    ml-engineering guide after an Xid 63 (Pending: Yes, its author's `[...]` cuts) wait for a reset;
+    the 8 x H100 HGX node's GPUs (Pending: No, Failure: No, Retired Pages N/A) are sound."""
+    from ddptui.core.checks.gpu_memory import parse_gpu_memory
+
+    (a10,) = parse_gpu_memory(kept_by_probe("11-q-a10-pcie-fabric-na.txt"))
+    assert (a10.gpu, a10.remap_pending, a10.remap_failed, a10.retire_pending) == ("00000000:07:00.0", True, False, False)
+    assert a10.fault == "rows wait for a GPU reset to be retired" and a10.line == "Remapped Rows: Pending: Yes"
+    (a100,) = parse_gpu_memory(kept_by_probe("12-q-a100-remap-pending-after-xid63-ml-engineering.txt"))
+    assert (a100.gpu, a100.remap_pending) == ("00000000:10:1C.0", True)
+    hgx = parse_gpu_memory(kept_by_probe("08-q-8xh100-hgx-fabric-completed.txt"))
+    assert len(hgx) == 8 and not any(m.fault for m in hgx)
+    assert parse_gpu_memory(body("11-q-a10-pcie-fabric-na.txt")) == [a10]  # the whole -q reads the same
+
+
+def test_the_gpu_memory_verdict_warns_for_a_reset_and_fails_a_lost_or_spent_gpu() -> None:
+    from ddptui.core.checks.gpu_memory import GpuMemory, judge, parse_gpu_memory
+
+    smi = "nvidia-smi --query-gpu=..."
+    assert judge("hgx1", parse_gpu_memory(kept_by_probe("08-q-8xh100-hgx-fabric-completed.txt")), "", "q", smi) == ("", [])
+    words, (f,) = judge("a10", parse_gpu_memory(kept_by_probe("11-q-a10-pcie-fabric-na.txt")), "", "nvidia-smi -q | awk", smi)
+    assert words == "GPU 00000000:07:00.0: rows wait for a GPU reset to be retired"
+    assert (f.id, f.severity, f.nodes) == ("gpu-hardware-fault", "warning", ["a10"])
+    assert (f.evidence[0].text, f.evidence[0].command) == ("GPU 00000000:07:00.0: Remapped Rows: Pending: Yes",
+                                                           "nvidia-smi -q | awk")
+    spent = GpuMemory("00000000:07:00.0", remap_failed=True, line="Remapped Rows: Remapping Failure Occurred: Yes")
+    words, (f,) = judge("a10", [spent], "", "q", smi)
+    assert f.severity == "error" and "a row remapping failed" in words
+    # nvidia-smi's own words for a GPU it lost (rwth-i6/returnn#1486, corpus 332), whatever -q said
+    lost = next(x for x in (DATA / "corpus" / "nccl" / "332-gpu-hardware-fault-nvidia-smi-lost-gpu-returnn.log")
+                .read_text().splitlines() if x.startswith("Unable to determine"))
+    words, (f,) = judge("cn-234", [], lost + "\n", "q", smi)
+    assert f.severity == "error" and f.evidence[0].text == lost and f.evidence[0].command == smi
+    assert words == f"nvidia-smi cannot reach a GPU ({lost})"

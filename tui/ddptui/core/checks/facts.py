@@ -6,6 +6,10 @@ import ipaddress
 import json
 import re
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .gpu_memory import GpuMemory
 
 
 @dataclass(frozen=True)
@@ -356,6 +360,7 @@ class NodeFacts:
     ib_devices: list[IBPort] = field(default_factory=list)
     shm_mib: int | None = None
     fabric: list[Fabric] = field(default_factory=list)  # each GPU's NVSwitch fabric (nvidia-smi -q)
+    gpu_memory: list[GpuMemory] = field(default_factory=list)  # each GPU's remapped rows, retired pages (nvidia-smi -q)
     shell_env: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # shell's, with the playbook's on top
     software: dict = field(default_factory=dict)

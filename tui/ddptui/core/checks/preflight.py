@@ -22,7 +22,8 @@ from ..events import CheckResult
 from ..playbook.model import Playbook
 from ..transport.base import CommandResult, Transport
 from . import facts as F
-from . import judge
+from . import gpu_memory, judge
+from .gpu_memory import parse_gpu_memory
 from .predict import gloo_interface, interface_of, nccl_interface, predicted_transport
 from .portcheck import port_check
 from .probe import parse_sections, probe_commands, probe_script
@@ -162,6 +163,7 @@ class Preflight:
             apps = sec.get("gpu-apps")
             nf.gpu_processes = [l.strip() for l in apps.output.splitlines() if l.strip()] if apps and apps.ok else []
             nf.fabric = F.parse_fabric(sec["fabric"].output) if "fabric" in sec else []
+            nf.gpu_memory = parse_gpu_memory(sec["fabric"].output) if "fabric" in sec else []
         # InfiniBand / RoCE
         ports = F.parse_ib_sysfs(sec["ib-sysfs"].output) if "ib-sysfs" in sec else []
         ib_ev = ev("ib-sysfs")
@@ -269,25 +271,29 @@ class Preflight:
                 continue
             n = t.name
             cmd, out = nf.evidence.get("nvidia-smi", ("", ""))
+            faulty, found = gpu_memory.judge(n, nf.gpu_memory, out, nf.evidence.get("fabric", ("", ""))[0], cmd)
+            self.result.findings += found
             if not nf.nvidia_smi:
-                self._check(CheckResult(n, "gpus", "fail" if backend == "nccl" else "skip",
-                                     "no NVIDIA GPU (no nvidia-smi)" + (": nccl needs one per process" if backend == "nccl" else
-                                                                        ": fine for a gloo job"), cmd, out))
+                status, summary = ("fail" if backend == "nccl" or found else "skip",
+                                   "no NVIDIA GPU (no nvidia-smi)" + (": nccl needs one per process" if backend == "nccl"
+                                                                      else ": fine for a gloo job"))
             else:
                 used = [g for g in nf.gpus if (g.memory_used_mib or 0) > 500]
                 status = "pass"
                 summary = f"{len(nf.gpus)} × {nf.gpus[0].name if nf.gpus else '?'}, {t.nproc} needed"
                 if nf.gpus and len(nf.gpus) < t.nproc and backend == "nccl":
                     status = "fail"
-                if used or nf.gpu_processes:
-                    status = "warn" if status == "pass" else status
-                    summary += f"; already in use: {len(nf.gpu_processes) or len(used)} process(es)"
-                self._check(CheckResult(n, "gpus", status, summary, cmd, out))
-                if nf.gpus and len(nf.gpus) < t.nproc and backend == "nccl":
                     self.result.findings.append(finding(
                         "gpu-count-short", [n], f"{n}: {len(nf.gpus)} GPUs, nproc_per_node is {t.nproc}",
                         [Evidence(n, 0, out.splitlines()[-1] if out else "", cmd)],
                         fix=Fix(scope="manual", explain=f"set nproc_per_node to {len(nf.gpus)} for {n}")))
+                if used or nf.gpu_processes:
+                    status = "warn" if status == "pass" else status
+                    summary += f"; already in use: {len(nf.gpu_processes) or len(used)} process(es)"
+            if faulty:  # a GPU lost, or its memory failing: said first
+                summary = faulty if not nf.nvidia_smi else f"{faulty}; {summary}"
+                status = "fail" if found[0].severity == "error" or status == "fail" else "warn"
+            self._check(CheckResult(n, "gpus", status, summary, cmd, out))
             if (verdict := judge.fabric(n, nf, backend)) is not None:
                 self._check(CheckResult(n, "fabric", *verdict[:2], *nf.evidence.get("fabric", ("", ""))))
                 self.result.findings += verdict[2]

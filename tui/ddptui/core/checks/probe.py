@@ -42,10 +42,12 @@ def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_
         ("nvidia-smi", "nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version "
                        "--format=csv,noheader,nounits"),
         ("nvidia-smi-table", "nvidia-smi"),
-        # each GPU's NVSwitch fabric: CUDA fails with error 802 until the Fabric Manager has set it up.
-        # `nvidia-smi -q`'s GPU lines and Fabric blocks (State, Status): the form users and NVIDIA's
-        # guides read; an nvidia-smi without them prints none, and nothing is concluded
-        ("fabric", "nvidia-smi -q | awk '/^GPU /{print} /^ *Fabric *$/{n=3} n>0{print; n--}'"),
+        # each GPU's NVSwitch fabric: CUDA fails with error 802 until the Fabric Manager has set it up;
+        # and its memory's health (rows or pages waiting for a reset, a failed remapping: gpu_memory.py).
+        # `nvidia-smi -q`'s GPU lines, Fabric, Retired Pages and Remapped Rows blocks: the form users and
+        # NVIDIA's guides read; an nvidia-smi without them prints none, and nothing is concluded
+        ("fabric", "nvidia-smi -q | awk '/^GPU /{print} /^ *Fabric *$/{n=3} "
+                   "/^ *(Retired Pages|Remapped Rows) *$/{n=5} n>0{print; n--}'"),
         ("gpu-apps", "nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory "
                      "--format=csv,noheader,nounits"),
         ("ib-sysfs", 'for p in /sys/class/infiniband/*/ports/*; do [ -e "$p/state" ] || continue; '

@@ -196,6 +196,21 @@ _CAUSES = (
           _manual("on that node, install nvidia-fabricmanager of exactly the driver's version (nvidia-smi's Driver "
                   "Version) and start it: systemctl enable --now nvidia-fabricmanager; nvidia-smi -q then shows "
                   "the Fabric State as Completed")),
+    # CUDA's cudaErrorECCUncorrectable (214), the driver's Xids and the GPU's remapped rows (NVIDIA's GPU Memory
+    # Error Management and Xid guides); corpus 326-332, tests/data/corpus/nvidia-smi/11-12
+    Cause("gpu-hardware-fault", "error", "a GPU of this node is failing (memory errors, lost, or not answering)",
+          "The GPU itself failed, not the job: CUDA said 'uncorrectable ECC error encountered' (its memory returned "
+          "data it could not correct, and the driver stopped every process on it), or the driver reports the GPU "
+          "failing (an Xid for its memory, NVLink, the bus or its firmware: 48, 64, 74, 79 'fallen off the bus', "
+          "94, 95, 119, 120), or nvidia-smi can no longer reach it. The job cannot go on on that GPU; the other ranks only wait for it or "
+          "lose their connection to it. A relaunch on the same GPU fails again until it is reset, and a GPU that "
+          "keeps failing must be taken out of service.",
+          _manual("on that node: nvidia-smi -q -d ECC,ROW_REMAPPER (or PAGE_RETIREMENT on older GPUs) shows the "
+                  "errors and whether rows wait for a reset (Pending: Yes), dmesg | grep -i xid the driver's words; "
+                  "reset the GPU (nvidia-smi -r with no process on it) or reboot the node; if the errors come back "
+                  "or a remapping failed, drain it (Slurm: scontrol update nodename=NODE state=drain reason=\"GPU "
+                  "ECC\") and run without it (sbatch --exclude=NODE) until the GPU is replaced"),
+          suppresses=("remote-rank-died", "watchdog-timeout")),
     # NVIDIA's maintainers on NVIDIA/nccl#976, #1338, #1488, nccl-tests#276, pytorch#150852: "usually caused by
     # the Fabric Manager being stopped and restarted without an intervening GPU reset"
     Cause("nvls-setup-failed", "error", "NVLink SHARP (NVLS) setup failed on an NVSwitch node",

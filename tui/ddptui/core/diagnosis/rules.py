@@ -162,6 +162,13 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda-driver-mismatch", (r"CUDA driver version is insufficient for CUDA runtime version",)),
     # cudaErrorSystemNotReady (802), as nccl-tests, torch's C++ and its Python warning word it
     Rule("fabric-manager-down", (r"system not yet initialized", r"CUDA_ERROR_SYSTEM_NOT_READY|cudaErrorSystemNotReady")),
+    # CUDA's error 214 as torch and the driver API word it; a failing GPU's Xids (NVIDIA's catalog: ECC, NVLink, off the
+    # bus, GSP; not 13/31/43, an application's) and nvidia-smi's word for a lost GPU, where a log holds them (326-332)
+    Rule("gpu-hardware-fault", (r"uncorrectable ECC error encountered|CUDA_ERROR_ECC_UNCORRECTABLE|cudaErrorECCUncorrectable",),
+         summary="CUDA: uncorrectable ECC error (the GPU's memory failed)"),
+    Rule("gpu-hardware-fault", (r"NVRM: Xid \(PCI:([\w:.]+)\): (48|64|74|79|94|95|119|120),",
+                                r"(?:GPU has|NVRM:) fallen off the bus", r"Unable to determine the device handle for GPU"),
+         summary="the driver reports Xid {1} on the GPU at {0}"),
     Rule("nvls-setup-failed", (r"transport/nvls\.cc:\d+ NCCL WARN Cuda failure (\d+) '([^']*)",),
          summary="NVLS setup failed with CUDA error {0} ({1})"),
     Rule("nvls-setup-failed", (r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory",),  # NCCL 2.2x's own words

@@ -1,0 +1,81 @@
+"""A GPU's memory health as `nvidia-smi -q` says it, and nvidia-smi's word for a GPU it lost.
+
+NVIDIA's GPU Memory Error Management guide: an A100 or later GPU that met an uncorrectable error
+marks the row for remapping, and `Remapped Rows` says `Pending: Yes` until the GPU is reset (the
+row stays in use until then); `Remapping Failure Occurred: Yes` means it had no spare row left:
+the GPU is to be replaced. Older GPUs (V100) retire pages instead: `Retired Pages`' `Pending Page
+Blacklist: Yes` (older drivers: `Pending: Yes`) waits for a reset the same way. And where nvidia-smi
+cannot reach a GPU at all it says `Unable to determine the device handle for GPU<bus id>: Unknown
+Error` (the GPU fell off the bus: Xid 79). Recorded: tests/data/corpus/nvidia-smi/11, 12 and
+corpus 332."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..diagnosis.catalog import finding
+from ..diagnosis.model import Evidence, Finding
+
+LOST = "Unable to determine the device handle for GPU"
+BLOCKS = ("Remapped Rows", "Retired Pages")
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    gpu: str  # the bus id of `nvidia-smi -q`'s `GPU 00000000:07:00.0` line ("?" where the block came alone)
+    remap_pending: bool = False
+    remap_failed: bool = False
+    retire_pending: bool = False
+    line: str = ""  # the first line that says so, as printed
+
+    @property
+    def fault(self) -> str:
+        """What is wrong with it, in words ("" where nothing is)."""
+        if self.remap_failed:
+            return "a row remapping failed (no spare row left)"
+        if self.remap_pending or self.retire_pending:
+            return ("rows" if self.remap_pending else "pages") + " wait for a GPU reset to be retired"
+        return ""
+
+
+def parse_gpu_memory(text: str) -> list[GpuMemory]:
+    """Each GPU's `Remapped Rows` and `Retired Pages` blocks of `nvidia-smi -q` (or what the probe's
+    awk keeps of it: the `GPU` lines and those blocks), one entry a GPU that has either."""
+    out: dict[str, GpuMemory] = {}
+    gpu, block = "?", ""
+    for line in text.splitlines():
+        if line.startswith("GPU ") and line[4:].strip():
+            gpu, block = line[4:].strip(), ""
+            continue
+        key, sep, value = (x.strip() for x in line.partition(":"))
+        if not sep:
+            block = key if key in BLOCKS else ""
+            if block:
+                out.setdefault(gpu, GpuMemory(gpu))
+            continue
+        if not block or value.split()[:1] != ["Yes"]:
+            continue
+        what = {("Remapped Rows", "Pending"): "remap_pending", ("Remapped Rows", "Remapping Failure Occurred"): "remap_failed",
+                ("Retired Pages", "Pending Page Blacklist"): "retire_pending", ("Retired Pages", "Pending"): "retire_pending"}
+        if (flag := what.get((block, key))) is not None:
+            m = out[gpu]
+            out[gpu] = replace(m, **{flag: True}, line=m.line or f"{block}: {key}: Yes")
+    return list(out.values())
+
+
+def judge(node: str, memory: list[GpuMemory], smi_output: str, cmd: str, smi_cmd: str) -> tuple[str, list[Finding]]:
+    """("", []) where the node's GPUs are sound; else the words for its gpus check and the finding:
+    an error for a GPU nvidia-smi lost or one whose remapping failed, a warning for one that waits
+    for a reset (the job may run, and may meet the bad rows again)."""
+    lost = next((x for x in smi_output.splitlines() if LOST in x), None)
+    if lost is not None:
+        words = f"nvidia-smi cannot reach a GPU ({lost.strip()})"
+        return words, [finding("gpu-hardware-fault", [node], f"{node}: {words}", [Evidence(node, 0, lost.strip(), smi_cmd)])]
+    bad = [m for m in memory if m.fault]
+    if not bad:
+        return "", []
+    words = "; ".join(f"GPU {m.gpu}: {m.fault}" for m in bad)
+    failed = any(m.remap_failed for m in bad)
+    return words, [finding("gpu-hardware-fault", [node], f"{node}: {words}",
+                           [Evidence(node, 0, ("" if m.gpu == "?" else f"GPU {m.gpu}: ") + m.line, cmd) for m in bad],
+                           severity=None if failed else "warning")]
