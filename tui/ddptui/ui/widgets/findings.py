@@ -14,6 +14,9 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 SHORT = {"warning": "warn"}  # the table's severity column, kept narrow
 
 
+_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
 class FindingsTab(TabPane):
     """The findings table over the selected finding's detail; keeps the findings it shows."""
 
@@ -28,14 +31,17 @@ class FindingsTab(TabPane):
             yield Static("no findings", id="finding-detail")
 
     def add(self, f: Finding) -> None:
-        """A finding raised, or raised again (more nodes, resolved): it goes first. One that explains
-        another better (the catalog's `suppresses`: a segfault, the peer's "remote rank died" it
-        caused) hides that one, as the run's summary and `diagnose` do."""
+        """A finding raised, or raised again (more nodes, resolved): it goes first among those of its
+        severity, and the table lists errors, then warnings, then information, then what is resolved,
+        so that the row selected (the first) is the cause, not a word on a node that did not fail
+        raised after it. One that explains another better (the catalog's `suppresses`: a segfault,
+        the peer's "remote rank died" it caused) hides that one, as the run's summary and `diagnose` do."""
         from ...core.diagnosis.catalog import hidden_ids  # with the first finding: not on the first frame's path
 
         self.raised = [f] + [x for x in self.raised if x.id != f.id]
         hidden = hidden_ids(self.raised)
-        self.findings = [x for x in self.raised if x.id not in hidden]
+        self.findings = sorted((x for x in self.raised if x.id not in hidden),  # stable: newest first in each
+                               key=lambda x: (not x.active, _RANK.get(x.severity, len(_RANK))))
         self._fill(0)
         counts = {s: sum(1 for x in self.findings if x.severity == s and x.active)
                   for s in ("error", "warning", "info")}
