@@ -170,11 +170,11 @@ def test_a_gpu_whose_memory_waits_for_a_reset(cluster: Cluster, ssh_env: Path, t
     rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["gpua", "remap"], port=29558, backend="nccl"), runs_dir)
     (f,) = [f for f in rep["findings"] if f["id"] == "gpu-hardware-fault"]
     assert f["nodes"] == ["remap"] and f["severity"] == "warning", f
-    assert "GPU 00000000:07:00.0: rows wait for a GPU reset" in f["summary"] and "nvidia-smi -r" in f["fix"]["explain"]
+    assert "GPU 00000000:07:00.0: rows wait for a GPU reset to be remapped" in f["summary"] and "nvidia-smi -r" in f["fix"]["explain"]
     assert f["evidence"][0]["text"] == "GPU 00000000:07:00.0: Remapped Rows: Pending: Yes"
     assert "nvidia-smi -q" in f["evidence"][0]["command"]
     checks = {(n["name"], c["id"]): c for n in rep["nodes"] for c in n["checks"]}
-    assert checks[("remap", "gpus")]["status"] == "warn" and "rows wait for a GPU reset" in checks[("remap", "gpus")]["summary"]
+    assert checks[("remap", "gpus")]["status"] == "warn" and "rows wait for a GPU reset to be remapped" in checks[("remap", "gpus")]["summary"]
     assert checks[("gpua", "gpus")]["status"] == "pass"
 
 

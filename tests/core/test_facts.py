@@ -235,7 +235,7 @@ def test_a_gpu_whose_rows_wait_for_a_reset_is_read_through_the_probe() -> None:
 
     (a10,) = parse_gpu_memory(kept_by_probe("11-q-a10-pcie-fabric-na.txt"))
     assert (a10.gpu, a10.remap_pending, a10.remap_failed, a10.retire_pending) == ("00000000:07:00.0", True, False, False)
-    assert a10.fault == "rows wait for a GPU reset to be retired" and a10.line == "Remapped Rows: Pending: Yes"
+    assert a10.fault == "rows wait for a GPU reset to be remapped" and a10.line == "Remapped Rows: Pending: Yes"
     (a100,) = parse_gpu_memory(kept_by_probe("12-q-a100-remap-pending-after-xid63-ml-engineering.txt"))
     assert (a100.gpu, a100.remap_pending) == ("00000000:10:1C.0", True)
     hgx = parse_gpu_memory(kept_by_probe("08-q-8xh100-hgx-fabric-completed.txt"))
@@ -249,13 +249,21 @@ def test_the_gpu_memory_verdict_warns_for_a_reset_and_fails_a_lost_or_spent_gpu(
     smi = "nvidia-smi --query-gpu=..."
     assert judge("hgx1", parse_gpu_memory(kept_by_probe("08-q-8xh100-hgx-fabric-completed.txt")), "", "q", smi) == ("", [])
     words, (f,) = judge("a10", parse_gpu_memory(kept_by_probe("11-q-a10-pcie-fabric-na.txt")), "", "nvidia-smi -q | awk", smi)
-    assert words == "GPU 00000000:07:00.0: rows wait for a GPU reset to be retired"
+    assert words == "GPU 00000000:07:00.0: rows wait for a GPU reset to be remapped"
     assert (f.id, f.severity, f.nodes) == ("gpu-hardware-fault", "warning", ["a10"])
     assert (f.evidence[0].text, f.evidence[0].command) == ("GPU 00000000:07:00.0: Remapped Rows: Pending: Yes",
                                                            "nvidia-smi -q | awk")
-    spent = GpuMemory("00000000:07:00.0", remap_failed=True, line="Remapped Rows: Remapping Failure Occurred: Yes")
+    # a GPU out of spare rows: its rows also wait, and the failure is what is said, with its line
+    (spent,) = parse_gpu_memory("GPU 00000000:07:00.0\n    Remapped Rows\n        Pending : Yes\n"
+                                "        Remapping Failure Occurred : Yes\n")
+    assert spent.remap_pending and spent.remap_failed
     words, (f,) = judge("a10", [spent], "", "q", smi)
-    assert f.severity == "error" and "a row remapping failed" in words
+    assert f.severity == "error" and words == "GPU 00000000:07:00.0: a row remapping failed (no spare row left)"
+    assert f.evidence[0].text == "GPU 00000000:07:00.0: Remapped Rows: Remapping Failure Occurred: Yes"
+    pages = GpuMemory("?", retire_pending=True, line="Retired Pages: Pending Page Blacklist: Yes")
+    words, (f,) = judge("v100", [pages], "", "q", smi)
+    assert f.severity == "warning" and words == "pages wait for a GPU reset to be retired"
+    assert f.evidence[0].text == "Retired Pages: Pending Page Blacklist: Yes"
     # nvidia-smi's own words for a GPU it lost (rwth-i6/returnn#1486, corpus 332), whatever -q said
     lost = next(x for x in (DATA / "corpus" / "nccl" / "332-gpu-hardware-fault-nvidia-smi-lost-gpu-returnn.log")
                 .read_text().splitlines() if x.startswith("Unable to determine"))

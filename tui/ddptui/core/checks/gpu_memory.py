@@ -18,6 +18,8 @@ from ..diagnosis.model import Evidence, Finding
 
 LOST = "Unable to determine the device handle for GPU"
 BLOCKS = ("Remapped Rows", "Retired Pages")
+_FLAGS = {("Remapped Rows", "Pending"): "remap_pending", ("Remapped Rows", "Remapping Failure Occurred"): "remap_failed",
+          ("Retired Pages", "Pending Page Blacklist"): "retire_pending", ("Retired Pages", "Pending"): "retire_pending"}
 
 
 @dataclass(frozen=True)
@@ -26,15 +28,17 @@ class GpuMemory:
     remap_pending: bool = False
     remap_failed: bool = False
     retire_pending: bool = False
-    line: str = ""  # the first line that says so, as printed
+    line: str = ""  # the line that says what `fault` says (its block, key and value)
 
     @property
     def fault(self) -> str:
         """What is wrong with it, in words ("" where nothing is)."""
         if self.remap_failed:
             return "a row remapping failed (no spare row left)"
-        if self.remap_pending or self.retire_pending:
-            return ("rows" if self.remap_pending else "pages") + " wait for a GPU reset to be retired"
+        if self.remap_pending:
+            return "rows wait for a GPU reset to be remapped"
+        if self.retire_pending:
+            return "pages wait for a GPU reset to be retired"
         return ""
 
 
@@ -55,11 +59,10 @@ def parse_gpu_memory(text: str) -> list[GpuMemory]:
             continue
         if not block or value.split()[:1] != ["Yes"]:
             continue
-        what = {("Remapped Rows", "Pending"): "remap_pending", ("Remapped Rows", "Remapping Failure Occurred"): "remap_failed",
-                ("Retired Pages", "Pending Page Blacklist"): "retire_pending", ("Retired Pages", "Pending"): "retire_pending"}
-        if (flag := what.get((block, key))) is not None:
+        if (flag := _FLAGS.get((block, key))) is not None:
             m = out[gpu]
-            out[gpu] = replace(m, **{flag: True}, line=m.line or f"{block}: {key}: Yes")
+            said = f"{block}: {key}: Yes"
+            out[gpu] = replace(m, **{flag: True}, line=said if flag == "remap_failed" or not m.line else m.line)
     return list(out.values())
 
 
@@ -74,7 +77,7 @@ def judge(node: str, memory: list[GpuMemory], smi_output: str, cmd: str, smi_cmd
     bad = [m for m in memory if m.fault]
     if not bad:
         return "", []
-    words = "; ".join(f"GPU {m.gpu}: {m.fault}" for m in bad)
+    words = "; ".join(("" if m.gpu == "?" else f"GPU {m.gpu}: ") + m.fault for m in bad)
     failed = any(m.remap_failed for m in bad)
     return words, [finding("gpu-hardware-fault", [node], f"{node}: {words}",
                            [Evidence(node, 0, ("" if m.gpu == "?" else f"GPU {m.gpu}: ") + m.line, cmd) for m in bad],
