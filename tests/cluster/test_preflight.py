@@ -176,6 +176,9 @@ def test_a_gpu_whose_memory_waits_for_a_reset(cluster: Cluster, ssh_env: Path, t
     checks = {(n["name"], c["id"]): c for n in rep["nodes"] for c in n["checks"]}
     assert checks[("remap", "gpus")]["status"] == "warn" and "rows wait for a GPU reset to be remapped" in checks[("remap", "gpus")]["summary"]
     assert checks[("gpua", "gpus")]["status"] == "pass"
+    # the cell shows what says so: the probe's `nvidia-smi -q` and the block with Pending: Yes
+    cell = checks[("remap", "gpus")]
+    assert cell["command"].startswith("nvidia-smi -q | awk") and "Pending                           : Yes" in cell["output"]
 
 
 def test_wrong_interface_when_nccl_would_pick_ib0(cluster: Cluster, ssh_env: Path, tmp_path: Path,

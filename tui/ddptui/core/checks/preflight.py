@@ -290,9 +290,11 @@ class Preflight:
                 if used or nf.gpu_processes:
                     status = "warn" if status == "pass" else status
                     summary += f"; already in use: {len(nf.gpu_processes) or len(used)} process(es)"
-            if faulty:  # a GPU lost, or its memory failing: said first
+            if faulty:  # a GPU lost, or its memory failing: said first, the cell showing what says so
                 summary = faulty if not nf.nvidia_smi else f"{faulty}; {summary}"
                 status = "fail" if found[0].severity == "error" or status == "fail" else "warn"
+                if found[0].evidence[0].command != cmd:  # `nvidia-smi -q`'s blocks, not the GPU list
+                    cmd, out = nf.evidence.get("fabric", (cmd, out))
             self._check(CheckResult(n, "gpus", status, summary, cmd, out))
             if (verdict := judge.fabric(n, nf, backend)) is not None:
                 self._check(CheckResult(n, "fabric", *verdict[:2], *nf.evidence.get("fabric", ("", ""))))
