@@ -35,3 +35,29 @@ def test_an_ecc_error_names_the_node_and_says_to_reset_or_drain_it(tmp_path) -> 
     assert f.fix is not None and f.fix.scope == "manual" and not f.fix.env  # nothing to set: the GPU is the cause
     for what in ("nvidia-smi -q -d ECC,ROW_REMAPPER", "nvidia-smi -r", "state=drain", "--exclude"):
         assert what in f.fix.explain, what
+
+
+def test_the_drivers_xid_lines_in_each_form_the_driver_prints(tmp_path) -> None:
+    """The forms of the driver's Xid line that leptonai/gpud's xid package (and another exporter's
+    parser) list as seen in dmesg (with and without `PCI:`, with and without pid and name), the newer
+    drivers' three-line "fallen off the bus" without an Xid, and an application's Xid 14 beside
+    them: only the GPU's are a finding."""
+    lines = {
+        "NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.": "0000:05:00",
+        "NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.": "0000:01:00",
+        "NVRM: Xid (0000:af:00): 48, pid='<unknown>', name=<unknown>, Ch 00000008": "0000:af:00",
+        "[ 1843.308145] NVRM: fallen off the bus and is not responding to commands.": None,
+        "NVRM: Xid (0000:03:00): 14, Channel 00000001": "",
+    }
+    for k, (line, gpu) in enumerate(lines.items()):
+        log = tmp_path / f"node{k}.log"
+        log.write_text(line + "\n")
+        found = [(f.id, f.summary) for f in diagnose_paths([log])]
+        if gpu == "":
+            assert found == [], line
+        elif gpu is None:
+            assert found == [("gpu-hardware-fault", f"node{k}: a GPU of this node is failing (memory errors, lost, or "
+                                                    "not answering)")], line
+        else:
+            xid = line.split("): ")[1].split(",")[0]
+            assert found == [("gpu-hardware-fault", f"node{k}: the driver reports Xid {xid} on the GPU at {gpu}")], line
