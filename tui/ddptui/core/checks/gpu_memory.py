@@ -66,19 +66,20 @@ def parse_gpu_memory(text: str) -> list[GpuMemory]:
     return list(out.values())
 
 
-def judge(node: str, memory: list[GpuMemory], smi_output: str, cmd: str, smi_cmd: str) -> tuple[str, list[Finding]]:
+def judge(node: str, memory: list[GpuMemory], smi_output: str, q_command: str, smi_command: str) -> tuple[str, list[Finding]]:
     """("", []) where the node's GPUs are sound; else the words for its gpus check and the finding:
     an error for a GPU nvidia-smi lost or one whose remapping failed, a warning for one that waits
-    for a reset (the job may run, and may meet the bad rows again)."""
+    for a reset (the job may run, and may meet the bad rows again). `memory` comes from the output
+    of `q_command` (the probe's nvidia-smi -q), `smi_output` from `smi_command` (its GPU list)."""
     lost = next((x for x in smi_output.splitlines() if LOST in x), None)
     if lost is not None:
         words = f"nvidia-smi cannot reach a GPU ({lost.strip()})"
-        return words, [finding("gpu-hardware-fault", [node], f"{node}: {words}", [Evidence(node, 0, lost.strip(), smi_cmd)])]
+        return words, [finding("gpu-hardware-fault", [node], f"{node}: {words}", [Evidence(node, 0, lost.strip(), smi_command)])]
     bad = [m for m in memory if m.fault]
     if not bad:
         return "", []
     words = "; ".join(("" if m.gpu == "?" else f"GPU {m.gpu}: ") + m.fault for m in bad)
     failed = any(m.remap_failed for m in bad)
     return words, [finding("gpu-hardware-fault", [node], f"{node}: {words}",
-                           [Evidence(node, 0, ("" if m.gpu == "?" else f"GPU {m.gpu}: ") + m.line, cmd) for m in bad],
+                           [Evidence(node, 0, ("" if m.gpu == "?" else f"GPU {m.gpu}: ") + m.line, q_command) for m in bad],
                            severity=None if failed else "warning")]
