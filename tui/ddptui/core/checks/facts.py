@@ -6,11 +6,8 @@ import ipaddress
 import json
 import re
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .gpu_memory import GpuMemory
-
+from .gpu_memory import GpuMemory, q_blocks
 
 @dataclass(frozen=True)
 class Interface:
@@ -316,20 +313,13 @@ class Fabric:
 
 
 def parse_fabric(text: str) -> list[Fabric]:
-    """The `GPU <bus id>` lines and each `Fabric` block (its State and Status) of `nvidia-smi -q`;
-    any other line (an error, a shell's `not found`) is ignored."""
+    """Each GPU's `Fabric` block of `nvidia-smi -q`: its first State and Status."""
     out: list[Fabric] = []
-    gpu, in_block = "?", False
-    for line in text.splitlines():
-        if line.startswith("GPU ") and line[4:].strip():
-            gpu, in_block = line[4:].strip(), False
-            continue
-        key, sep, value = (x.strip() for x in line.partition(":"))
-        if not sep and key == "Fabric":
-            in_block = True
+    for gpu, _, key, value in q_blocks(text, ("Fabric",)):
+        if not key:
             out.append(Fabric(gpu, "", ""))
-        elif in_block and sep and key in ("State", "Status") and not getattr(out[-1], key.lower()):
-            out[-1] = replace(out[-1], **{key.lower(): value})  # the block's first State and Status
+        elif key in ("State", "Status") and not getattr(out[-1], key.lower()):
+            out[-1] = replace(out[-1], **{key.lower(): value})
     return out
 
 

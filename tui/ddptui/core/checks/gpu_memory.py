@@ -1,4 +1,5 @@
-"""A GPU's memory health as `nvidia-smi -q` says it, and nvidia-smi's word for a GPU it lost.
+"""`nvidia-smi -q`'s blocks (`q_blocks`: facts.parse_fabric reads the Fabric one), a GPU's memory
+health as they say it, and nvidia-smi's word for a GPU it lost.
 
 NVIDIA's GPU Memory Error Management guide: an A100 or later GPU that met an uncorrectable error
 marks the row for remapping, and `Remapped Rows` says `Pending: Yes` until the GPU is reset (the
@@ -11,6 +12,7 @@ corpus 332."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from ..diagnosis.catalog import finding
@@ -42,25 +44,34 @@ class GpuMemory:
         return ""
 
 
-def parse_gpu_memory(text: str) -> list[GpuMemory]:
-    """Each GPU's `Remapped Rows` and `Retired Pages` blocks of `nvidia-smi -q` (or what the probe's
-    awk keeps of it: the `GPU` lines and those blocks), one entry a GPU that has either."""
-    out: dict[str, GpuMemory] = {}
-    gpu, block = "?", ""
+def q_blocks(text: str, names: tuple[str, ...]) -> Iterator[tuple[str, str, str, str]]:
+    """`nvidia-smi -q` (or what the probe's awk keeps of it) read for its blocks named `names`:
+    (GPU bus id, block, key, value) for each such block's header (key "") and each `key : value`
+    line in it, up to the next line as little indented as the header or a `GPU <bus id>` line. The
+    bus id is "?" before any `GPU` line; any other line (an error, a shell's `not found`) is ignored."""
+    gpu, block, depth = "?", "", 0
     for line in text.splitlines():
         if line.startswith("GPU ") and line[4:].strip():
             gpu, block = line[4:].strip(), ""
             continue
+        indent = len(line) - len(line.lstrip())
         key, sep, value = (x.strip() for x in line.partition(":"))
-        if not sep:
-            block = key if key in BLOCKS else ""
-            if block:
-                out.setdefault(gpu, GpuMemory(gpu))
-            continue
-        if not block or value.split()[:1] != ["Yes"]:
-            continue
-        if (flag := _FLAGS.get((block, key))) is not None:
-            m = out[gpu]
+        if block and indent <= depth:
+            block = ""
+        if not block and not sep and key in names:
+            block, depth = key, indent
+            yield gpu, block, "", ""
+        elif block and sep:
+            yield gpu, block, key, value
+
+
+def parse_gpu_memory(text: str) -> list[GpuMemory]:
+    """Each GPU's `Remapped Rows` and `Retired Pages` blocks of `nvidia-smi -q` (or what the probe's
+    awk keeps of it), one entry a GPU that has either."""
+    out: dict[str, GpuMemory] = {}
+    for gpu, block, key, value in q_blocks(text, BLOCKS):
+        m = out.setdefault(gpu, GpuMemory(gpu))
+        if (flag := _FLAGS.get((block, key))) is not None and value.split()[:1] == ["Yes"]:
             said = f"{block}: {key}: Yes"
             out[gpu] = replace(m, **{flag: True}, line=said if flag == "remap_failed" or not m.line else m.line)
     return list(out.values())

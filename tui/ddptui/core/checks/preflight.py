@@ -23,7 +23,6 @@ from ..playbook.model import Playbook
 from ..transport.base import CommandResult, Transport
 from . import facts as F
 from . import gpu_memory, judge
-from .gpu_memory import parse_gpu_memory
 from .predict import gloo_interface, interface_of, nccl_interface, predicted_transport
 from .portcheck import port_check
 from .probe import parse_sections, probe_commands, probe_script
@@ -163,7 +162,7 @@ class Preflight:
             apps = sec.get("gpu-apps")
             nf.gpu_processes = [l.strip() for l in apps.output.splitlines() if l.strip()] if apps and apps.ok else []
             nf.fabric = F.parse_fabric(sec["fabric"].output) if "fabric" in sec else []
-            nf.gpu_memory = parse_gpu_memory(sec["fabric"].output) if "fabric" in sec else []
+            nf.gpu_memory = gpu_memory.parse_gpu_memory(sec["fabric"].output) if "fabric" in sec else []
         # InfiniBand / RoCE
         ports = F.parse_ib_sysfs(sec["ib-sysfs"].output) if "ib-sysfs" in sec else []
         ib_ev = ev("ib-sysfs")

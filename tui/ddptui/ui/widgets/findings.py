@@ -1,4 +1,5 @@
-"""The Findings tab: what the diagnosis found, newest first, and the selected finding in full."""
+"""The Findings tab: what the diagnosis found, the most severe first (newest first within a severity),
+and the selected finding in full."""
 
 from __future__ import annotations
 
@@ -8,13 +9,10 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
-from ...core.diagnosis.model import Finding
+from ...core.diagnosis.model import SEVERITIES, Finding
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 SHORT = {"warning": "warn"}  # the table's severity column, kept narrow
-
-
-_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
 class FindingsTab(TabPane):
@@ -41,7 +39,8 @@ class FindingsTab(TabPane):
         self.raised = [f] + [x for x in self.raised if x.id != f.id]
         hidden = hidden_ids(self.raised)
         self.findings = sorted((x for x in self.raised if x.id not in hidden),  # stable: newest first in each
-                               key=lambda x: (not x.active, _RANK.get(x.severity, len(_RANK))))
+                               key=lambda x: (not x.active, SEVERITIES.index(x.severity)
+                                              if x.severity in SEVERITIES else len(SEVERITIES)))
         self._fill(0)
         counts = {s: sum(1 for x in self.findings if x.severity == s and x.active)
                   for s in ("error", "warning", "info")}
