@@ -179,6 +179,11 @@ def test_a_gpu_whose_memory_waits_for_a_reset(cluster: Cluster, ssh_env: Path, t
     # the cell shows what says so: the probe's `nvidia-smi -q` and the block with Pending: Yes
     cell = checks[("remap", "gpus")]
     assert cell["command"].startswith("nvidia-smi -q | awk") and "Pending                           : Yes" in cell["output"]
+    # and `check --json`'s facts say it per GPU, for a script that reads them (gpua's say nothing)
+    facts = {n["name"]: n["facts"] for n in rep["nodes"]}
+    assert facts["remap"]["gpu_memory"] == [
+        {"gpu": "00000000:07:00.0", "remap_pending": True, "remap_failed": False, "retire_pending": False}]
+    assert all(not m["remap_pending"] and not m["remap_failed"] for m in facts["gpua"].get("gpu_memory", []))
 
 
 def test_wrong_interface_when_nccl_would_pick_ib0(cluster: Cluster, ssh_env: Path, tmp_path: Path,

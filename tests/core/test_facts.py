@@ -241,6 +241,10 @@ def test_a_gpu_whose_rows_wait_for_a_reset_is_read_through_the_probe() -> None:
     hgx = parse_gpu_memory(kept_by_probe("08-q-8xh100-hgx-fabric-completed.txt"))
     assert len(hgx) == 8 and not any(m.fault for m in hgx)
     assert parse_gpu_memory(body("11-q-a10-pcie-fabric-na.txt")) == [a10]  # the whole -q reads the same
+    # check --json's facts: each GPU's flags where nvidia-smi -q had the blocks, no key where it had none
+    assert F.NodeFacts(gpu_memory=[a10]).to_json()["gpu_memory"] == [
+        {"gpu": "00000000:07:00.0", "remap_pending": True, "remap_failed": False, "retire_pending": False}]
+    assert "gpu_memory" not in F.NodeFacts().to_json()
 
 
 def test_the_gpu_memory_verdict_warns_for_a_reset_and_fails_a_lost_or_spent_gpu() -> None:

@@ -372,6 +372,7 @@ class NodeFacts:
             "gloo_interface": self.gloo_interface, "shm_mib": self.shm_mib,
             **({"fabric": [{"gpu": f.gpu, "state": f.state, "status": f.status} for f in self.fabric]}
                if any(f.applies for f in self.fabric) else {}),
+            **({"gpu_memory": [m.to_json() for m in self.gpu_memory]} if self.gpu_memory else {}),
             "env": self.env,
             "shell_env": self.shell_env, "software": self.software,
             **({"slurm": self.slurm} if self.slurm is not None else {}),

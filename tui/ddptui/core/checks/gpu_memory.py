@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from ..diagnosis.catalog import finding
+from ..diagnosis.classify import GPU_LOST
 from ..diagnosis.model import Evidence, Finding
 
-LOST = "Unable to determine the device handle for GPU"
 BLOCKS = ("Remapped Rows", "Retired Pages")
 _FLAGS = {("Remapped Rows", "Pending"): "remap_pending", ("Remapped Rows", "Remapping Failure Occurred"): "remap_failed",
           ("Retired Pages", "Pending Page Blacklist"): "retire_pending", ("Retired Pages", "Pending"): "retire_pending"}
@@ -42,6 +42,10 @@ class GpuMemory:
         if self.retire_pending:
             return "pages wait for a GPU reset to be retired"
         return ""
+
+    def to_json(self) -> dict:
+        return {"gpu": self.gpu, "remap_pending": self.remap_pending, "remap_failed": self.remap_failed,
+                "retire_pending": self.retire_pending}
 
 
 def q_blocks(text: str, names: tuple[str, ...]) -> Iterator[tuple[str, str, str, str]]:
@@ -82,7 +86,7 @@ def judge(node: str, memory: list[GpuMemory], smi_output: str, q_command: str, s
     an error for a GPU nvidia-smi lost or one whose remapping failed, a warning for one that waits
     for a reset (the job may run, and may meet the bad rows again). `memory` comes from the output
     of `q_command` (the probe's nvidia-smi -q), `smi_output` from `smi_command` (its GPU list)."""
-    lost = next((x for x in smi_output.splitlines() if LOST in x), None)
+    lost = next((x for x in smi_output.splitlines() if GPU_LOST in x), None)
     if lost is not None:
         words = f"nvidia-smi cannot reach a GPU ({lost.strip()})"
         return words, [finding("gpu-hardware-fault", [node], f"{node}: {words}", [Evidence(node, 0, lost.strip(), smi_command)])]

@@ -13,6 +13,10 @@ import ipaddress
 import re
 import signal
 
+# nvidia-smi's word for a GPU it cannot reach (fallen off the bus): a rule's evidence in a log, and
+# the gpus check's in nvidia-smi's own output (checks/gpu_memory.py); no regex character in it
+GPU_LOST = "Unable to determine the device handle for GPU"
+
 # The errnos a connect or a transfer fails with, by number and by strerror text (Linux).
 TIMED_OUT, REFUSED, NO_ROUTE, RESET, BROKEN_PIPE, ABORTED, ADDR_IN_USE = 110, 111, 113, 104, 32, 103, 98
 _ERRNO_TEXT = {

@@ -167,7 +167,7 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu-hardware-fault", (r"uncorrectable ECC error encountered|CUDA_ERROR_ECC_UNCORRECTABLE|cudaErrorECCUncorrectable",),
          summary="CUDA: uncorrectable ECC error (the GPU's memory failed)"),
     Rule("gpu-hardware-fault", (r"NVRM: Xid \((?:PCI:)?([\w:.]+)\): (48|64|74|79|94|95|119|120),",
-                                r"(?:GPU has|NVRM:) fallen off the bus", r"Unable to determine the device handle for GPU"),
+                                r"(?:GPU has|NVRM:) fallen off the bus", C.GPU_LOST),
          summary="the driver reports Xid {1} on the GPU at {0}"),
     Rule("nvls-setup-failed", (r"transport/nvls\.cc:\d+ NCCL WARN Cuda failure (\d+) '([^']*)",),
          summary="NVLS setup failed with CUDA error {0} ({1})"),
