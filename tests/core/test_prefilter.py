@@ -286,12 +286,14 @@ def test_the_reader_skips_a_literal_spent_for_a_lines_head_only_on_lines_with_it
              "h1:1:1 [0] via NET/Socket/1",  # the same head without NCCL's marks
              "h2:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [send] via NET/Socket/0",
              "h1:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] [send] via NET/Socket/1 Init COMPLETE",
-             "h1:1:1 [0]NCCL via NET/Socket/2"]  # no "] " before the literal: its head is not known
+             "h1:1:1 [0]NCCL via NET/Socket/2",  # no "] " before the literal: its head is not known
+             "h1:1:1 [0] tag via NET/Socket/3 INFO done"]  # a mark later in the line, not right after the head
     text = "\n".join(lines)
     pf = Prefilter(lits, automaton=True)
     got = [(i, held) for i, _, _, held in pf.candidates(text, (), {"h1:1:1 [0]": {0}}, ("NCCL", " INFO "))]
     assert got == [(1, {0}), (2, {0}), (3, {1}), (4, {0})]
-    assert [(i, held) for i, _, _, held in pf.candidates(text)] == [(0, {0}), (1, {0}), (2, {0}), (3, {0, 1}), (4, {0})]
+    assert [(i, held) for i, _, _, held in pf.candidates(text)] == [
+        (0, {0}), (1, {0}), (2, {0}), (3, {0, 1}), (4, {0}), (5, {0})]
 
 
 @pytest.mark.parametrize("automaton", PATHS)

@@ -178,7 +178,7 @@ class Prefilter:
             hits = self._ac_bytes.find_matches_as_indexes(text.encode("ascii"), overlapping=True)
         else:
             hits = self._ac.find_matches_as_indexes(text, overlapping=True)  # type: ignore[union-attr]
-        find, rfind, count = text.find, text.rfind, text.count
+        find, rfind, count, startswith = text.find, text.rfind, text.count, text.startswith
         line, counted = 0, 0  # the line index of position `counted`
         start = end = -1
         held: set[int] | None = None
@@ -193,6 +193,8 @@ class Prefilter:
                 continue
             start = rfind("\n", 0, first) + 1
             if by_head and (h := find("] ", start, first)) >= 0 and i in by_head.get(text[start:h + 1], ()):
+                if startswith(marks, h + 2):  # NCCL's own `head] NCCL INFO ...`: a mark right after the head
+                    continue
                 stop = find("\n", first)
                 if stop < 0:
                     stop = len(text)
