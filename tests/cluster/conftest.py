@@ -43,6 +43,8 @@ def cluster():
         NodeOpts("dummyib", extra_path=GPU, dummy_ifaces=(("ib0", "192.168.77.2/24"),)),  # NCCL would pick ib0
         NodeOpts("nvsw", extra_path=GPU_FABRIC_DOWN),  # test doubles: 2 GPUs, an NVSwitch fabric not set up
         NodeOpts("remap", extra_path=GPU_REMAP_PENDING),  # test doubles: 2 GPUs, one's rows waiting for a reset
+        # an ACTIVE IB port, and NCCL's own config file (not its shell) disables IB
+        NodeOpts("ibconf", extra_path=GPU_IB, setenv={"NCCL_CONF_FILE": str(DOUBLES / "nccl-conf" / "ib-disabled.conf")}),
     ]
     cl = up(specs)
     cl.drop_port("dead", 22)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 
-from tests.cluster.conftest import NODES, cluster_playbook
+from tests.cluster.conftest import DOUBLES, NODES, cluster_playbook
 from tests.cluster.netns import Cluster
 from tests.conftest import ddptui_exe
 
@@ -140,6 +140,32 @@ def test_ib_disabled_in_one_nodes_shell_only(cluster: Cluster, ssh_env: Path, tm
     # what still fails is true: the nodes' torch is a CPU build, which cannot run nccl
     failed = {(n["name"], c["id"]) for n in rep["nodes"] for c in n["checks"] if c["status"] == "fail"}
     assert rc == 1 and failed == {("iba", "backend"), ("ibb", "backend")}
+
+
+def test_nccls_own_config_file_is_read_as_nccl_reads_it(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                        runs_dir: Path) -> None:
+    """NCCL sets what its config file says (NCCL_CONF_FILE, else ~/.nccl.conf, then /etc/nccl.conf)
+    where the environment does not: ibconf's file disables IB, which neither `env` nor the playbook
+    shows. The check predicts NET/Socket there, as NCCL would choose, against iba's NET/IB, and says
+    which file to change; a playbook that sets the variable wins over the file, as in NCCL."""
+    conf = str(DOUBLES / "nccl-conf" / "ib-disabled.conf")
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["iba", "ibconf"], port=29559, backend="nccl"), runs_dir)
+    assert rc == 1 and ids(rep) == ["ib-socket-mismatch"]
+    (f,) = rep["findings"]
+    assert f["summary"] == "iba will use NET/IB, ibconf NET/Socket"
+    assert {e["node"]: e["text"] for e in f["evidence"]}["ibconf"] == f"NET/Socket: NCCL_IB_DISABLE=1 (in {conf})"
+    assert any(a.startswith(f"remove NCCL_IB_DISABLE from ibconf's {conf} ") for a in f["fix"]["alternatives"])
+    facts = next(n for n in rep["nodes"] if n["name"] == "ibconf")["facts"]
+    assert facts["nccl_conf"] == {conf: {"NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "WARN"}}
+    assert "NCCL_IB_DISABLE" not in facts["shell_env"] and facts["env"]["NCCL_IB_DISABLE"] == "1"
+    env = next(c for n in rep["nodes"] if n["name"] == "ibconf" for c in n["checks"] if c["id"] == "env")
+    assert env["status"] == "pass" and f"{conf} sets " in env["summary"], env  # the fix (every node Socket) keeps it
+    assert "NCCL_IB_DISABLE=1" in env["summary"].split(f"{conf} sets ")[1], env
+    assert "nccl.conf" in env["command"] and f"# NCCL reads {conf}\nNCCL_IB_DISABLE=1" in env["output"], env
+    # the playbook's value is the environment's: NCCL keeps it, and both nodes use IB
+    pb = cluster_playbook(tmp_path, ["iba", "ibconf"], port=29559, backend="nccl", env="    NCCL_IB_DISABLE: 0\n", name="env-wins")
+    rc, rep = check_json(cluster, pb, runs_dir)
+    assert ids(rep) == [] and {n["facts"]["predicted_transport"] for n in rep["nodes"]} == {"IB"}
 
 
 def test_a_node_whose_nvswitch_fabric_is_not_set_up(cluster: Cluster, ssh_env: Path, tmp_path: Path,

@@ -352,7 +352,8 @@ class NodeFacts:
     fabric: list[Fabric] = field(default_factory=list)  # each GPU's NVSwitch fabric (nvidia-smi -q)
     gpu_memory: list[GpuMemory] = field(default_factory=list)  # each GPU's remapped rows, retired pages (nvidia-smi -q)
     shell_env: dict[str, str] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)  # shell's, with the playbook's on top
+    nccl_conf: dict[str, dict[str, str]] = field(default_factory=dict)  # NCCL's own files: path -> NCCL_ lines (nccl_conf.py)
+    env: dict[str, str] = field(default_factory=dict)  # NCCL's files', then the shell's, with the playbook's on top
     software: dict = field(default_factory=dict)
     predicted_transport: str | None = None
     transport_reason: str = ""
@@ -373,7 +374,7 @@ class NodeFacts:
             **({"fabric": [{"gpu": f.gpu, "state": f.state, "status": f.status} for f in self.fabric]}
                if any(f.applies for f in self.fabric) else {}),
             **({"gpu_memory": [m.to_json() for m in self.gpu_memory]} if self.gpu_memory else {}),
-            "env": self.env,
+            "env": self.env, **({"nccl_conf": self.nccl_conf} if self.nccl_conf else {}),
             "shell_env": self.shell_env, "software": self.software,
             **({"slurm": self.slurm} if self.slurm is not None else {}),
         }

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..diagnosis.catalog import CATALOG, finding
 from ..diagnosis.model import Evidence, Finding, Fix
-from . import facts as F
+from . import facts as F, nccl_conf
 
 
 def loopback(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> list[Finding]:
@@ -102,6 +102,13 @@ def fabric(node: str, nf: F.NodeFacts, backend: str | None) -> tuple[str, str, l
                                          "CUDA fails with error 802 until it is"), [found]
 
 
+def set_in(nf: F.NodeFacts, name: str, playbook_env: dict[str, str]) -> str:
+    """`" (in FILE)"` where the value NCCL sees of `name` comes from one of its files, not the environment."""
+    if name in playbook_env or name in nf.shell_env or (path := nccl_conf.origin(name, nf.nccl_conf)) is None:
+        return ""
+    return f" (in {path})"
+
+
 def env_verdict(node: str, nf: F.NodeFacts, playbook_env: dict[str, str], findings: list[Finding]) -> tuple[str, str]:
     """The env check's (status, summary) on a node: ✗ (or ! for a warning) when a finding on it fixes a
     variable its env sets to another value (GLOO_SOCKET_IFNAME=eth9: bad-socket-ifname), so the env
@@ -114,11 +121,21 @@ def env_verdict(node: str, nf: F.NodeFacts, playbook_env: dict[str, str], findin
         blamed += [(f, k) for k, v in wanted.items() if k in nf.env and nf.env[k] != v]
     if blamed:
         status = "fail" if any(f.severity == "error" for f, _ in blamed) else "warn"
-        return status, "; ".join(f"{k}={nf.env[k]} ({'the playbook' if k in playbook_env else 'the shell'} sets it): "
-                                 f"{f.id}" for f, k in blamed)
+        return status, "; ".join(f"{k}={nf.env[k]} ({_setter(nf, k, playbook_env)} sets it): {f.id}" for f, k in blamed)
     by_shell = {k: v for k, v in nf.shell_env.items() if k not in playbook_env}
-    return "pass", ("shell sets " + ", ".join(f"{k}={v}" for k, v in sorted(by_shell.items())) if by_shell
-                    else "the shell sets no NCCL_/GLOO_/TORCH_/CUDA_ variables")
+    said = ("shell sets " + ", ".join(f"{k}={v}" for k, v in sorted(by_shell.items())) if by_shell
+            else "the shell sets no NCCL_/GLOO_/TORCH_/CUDA_ variables")
+    by_file: dict[str, list[str]] = {}
+    for k in sorted(nf.env):
+        if set_in(nf, k, playbook_env):
+            by_file.setdefault(nccl_conf.origin(k, nf.nccl_conf) or "", []).append(f"{k}={nf.env[k]}")
+    return "pass", "; ".join([said] + [f"{path} sets {', '.join(kv)}" for path, kv in by_file.items()])
+
+
+def _setter(nf: F.NodeFacts, name: str, playbook_env: dict[str, str]) -> str:
+    if name in playbook_env:
+        return "the playbook"
+    return "the shell" if name in nf.shell_env else nccl_conf.origin(name, nf.nccl_conf) or "the shell"
 
 
 def cross_node(fs: dict[str, F.NodeFacts], nprocs: dict[str, int], backend: str) -> list[Finding]:
@@ -137,7 +154,9 @@ def cross_node(fs: dict[str, F.NodeFacts], nprocs: dict[str, int], backend: str)
             alternatives = ["NCCL_IB_DISABLE=1 on every node: all traffic over TCP sockets — always works, "
                             "but slower than InfiniBand (often several times)"]
             if disabled_somewhere:
-                alternatives.insert(0, f"remove NCCL_IB_DISABLE from {', '.join(disabled_somewhere)}'s shell init "
+                where = ", ".join(f"{n}'s {nccl_conf.origin('NCCL_IB_DISABLE', fs[n].nccl_conf) or 'shell init'}"
+                                  if "NCCL_IB_DISABLE" not in fs[n].shell_env else f"{n}'s shell init" for n in disabled_somewhere)
+                alternatives.insert(0, f"remove NCCL_IB_DISABLE from {where} "
                                        "so every node uses IB: the fast choice, if their ports are ACTIVE")
             default = CATALOG["ib-socket-mismatch"].fix or Fix()
             out.append(finding("ib-socket-mismatch", list(fs),

@@ -22,7 +22,7 @@ from ..events import CheckResult
 from ..playbook.model import Playbook
 from ..transport.base import CommandResult, Transport
 from . import facts as F
-from . import gpu_memory, judge
+from . import gpu_memory, judge, nccl_conf
 from .predict import gloo_interface, interface_of, nccl_interface, predicted_transport
 from .portcheck import port_check
 from .probe import parse_sections, probe_commands, probe_script
@@ -87,7 +87,7 @@ class Preflight:
     def _probe(self, t: NodeTarget) -> None:
         is_master = t.role == "master"
         remote_master = None if t.transport.kind == "local" else self.master_addr
-        cmds = probe_commands(remote_master, self.pb.job.master_port, is_master, not is_master)
+        cmds = probe_commands(remote_master, self.pb.job.master_port, is_master, not is_master, t.env.get("NCCL_CONF_FILE"))
         res = t.transport.run([], shell=probe_script(cmds), timeout=self.timeout)
         sec = parse_sections(res.stdout, cmds)
         if "env" in sec:  # only what the env fact is for: never the rest of the environment
@@ -149,7 +149,7 @@ class Preflight:
                                         f"to {self.master_addr} via {r.get('interface')} from {r.get('source')}" if r
                                         else f"no route to the master {self.master_addr}", *ev("route")))
         nf.shell_env = F.parse_env(sec["env"].output) if "env" in sec else {}
-        nf.env = {**nf.shell_env, **{k: v for k, v in t.env.items() if k.startswith(F.ENV_PREFIXES)}}
+        nccl_conf.take(nf, sec.get("nccl-conf"), {k: v for k, v in t.env.items() if k.startswith(F.ENV_PREFIXES)})
         # the env check comes in run(), once the findings say whether a variable set here is a cause
         # GPUs
         smi = sec.get("nvidia-smi")
@@ -171,6 +171,7 @@ class Preflight:
             ib_ev = ev("ibv_devinfo")
         nf.ib_devices = ports
         nf.predicted_transport, nf.transport_reason = predicted_transport(ports, nf.env)
+        nf.transport_reason += judge.set_in(nf, nf.transport_reason.partition("=")[0], t.env)
         self._check(CheckResult(n, "ib", "pass",
                              (", ".join(f"{p.name}:{p.port} {p.state} {p.link_layer}" for p in ports) or "no IB/RoCE device")
                              + f" → NET/{nf.predicted_transport} ({nf.transport_reason})", *ib_ev))

@@ -11,6 +11,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from . import nccl_conf
+
 BEGIN, END = "@@ddptui:begin ", "@@ddptui:end "
 _END = re.compile(r"^@@ddptui:end (\S+) rc=(\d+)$")
 
@@ -32,13 +34,16 @@ class Section:
         return self.rc == 127
 
 
-def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_worker: bool) -> list[tuple[str, str]]:
-    """(section, shell command) in the order they run on the node."""
+def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_worker: bool,
+                   nccl_conf_file: str | None = None) -> list[tuple[str, str]]:
+    """(section, shell command) in the order they run on the node. `nccl_conf_file`: the playbook's
+    NCCL_CONF_FILE, where it sets one (nccl_conf.command)."""
     cmds = [
         ("hostname", "hostname"),
         ("resolve", 'getent ahostsv4 "$(hostname)"'),
         ("addr", _ip("addr")),
         ("env", "env"),
+        ("nccl-conf", nccl_conf.command(nccl_conf_file)),  # what NCCL sets from its own files
         ("nvidia-smi", "nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version "
                        "--format=csv,noheader,nounits"),
         ("nvidia-smi-table", "nvidia-smi"),
