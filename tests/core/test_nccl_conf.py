@@ -34,16 +34,36 @@ def test_the_probe_reads_the_file_nccl_would_read_and_only_its_nccl_lines(tmp_pa
 
 def test_the_environment_wins_then_the_first_file() -> None:
     files = {"/home/u/.nccl.conf": {"NCCL_IB_DISABLE": "1"},
-             "/etc/nccl.conf": {"NCCL_IB_DISABLE": "0", "NCCL_GRAPH_FILE": "/opt/microsoft/ncv4/graph.xml"}}
-    assert nccl_conf.effective(files) == {"NCCL_IB_DISABLE": "1", "NCCL_GRAPH_FILE": "/opt/microsoft/ncv4/graph.xml"}
+             "/etc/nccl.conf": {"NCCL_IB_DISABLE": "0", "NCCL_TOPO_FILE": "/opt/microsoft/ncv4/topo.xml"}}
+    assert nccl_conf.effective(files) == {"NCCL_IB_DISABLE": "1", "NCCL_TOPO_FILE": "/opt/microsoft/ncv4/topo.xml"}
     assert nccl_conf.origin("NCCL_IB_DISABLE", files) == "/home/u/.nccl.conf"
     assert nccl_conf.origin("NCCL_DEBUG", files) is None
     nf = F.NodeFacts(shell_env={"NCCL_IB_DISABLE": "0"}, nccl_conf=files)
     nf.env = {**nccl_conf.effective(files), **nf.shell_env}
     assert judge.set_in(nf, "NCCL_IB_DISABLE", {}) == ""  # the shell's value is the one NCCL keeps
-    assert judge.set_in(nf, "NCCL_GRAPH_FILE", {}) == " (in /etc/nccl.conf)"
-    assert judge.set_in(nf, "NCCL_GRAPH_FILE", {"NCCL_GRAPH_FILE": ""}) == ""  # the playbook's, though empty
+    assert judge.set_in(nf, "NCCL_TOPO_FILE", {}) == " (in /etc/nccl.conf)"
+    assert judge.set_in(nf, "NCCL_TOPO_FILE", {"NCCL_TOPO_FILE": ""}) == ""  # the playbook's, though empty
     status, summary = judge.env_verdict("n1", nf, {}, [])
     assert status == "pass"
-    assert summary == "shell sets NCCL_IB_DISABLE=0; /etc/nccl.conf sets NCCL_GRAPH_FILE=/opt/microsoft/ncv4/graph.xml"
+    assert summary == "shell sets NCCL_IB_DISABLE=0; /etc/nccl.conf sets NCCL_TOPO_FILE=/opt/microsoft/ncv4/topo.xml"
     assert nf.to_json()["nccl_conf"] == files and "nccl_conf" not in F.NodeFacts().to_json()
+
+
+def test_a_graph_file_from_an_image_is_a_warning_that_names_its_file() -> None:
+    """NCCL_GRAPH_FILE makes NCCL take its rings from a file: "good for experiments ..., it should not
+    be seen as something to use permanently" (NCCL's maintainer, NVIDIA/nccl#1008, where Azure's
+    /etc/nccl.conf set it and nccl-tests failed on 2 of the VM's 4 GPUs; #1240 the same on one GPU)."""
+    files = {"/etc/nccl.conf": {"NCCL_TOPO_FILE": "/opt/microsoft/ncv4/topo.xml", "NCCL_GRAPH_FILE": "/opt/microsoft/ncv4/graph.xml"}}
+    nf = F.NodeFacts(nccl_conf=files)
+    nf.env = nccl_conf.effective(files)
+    status, summary = judge.env_verdict("n1", nf, {}, [])
+    assert status == "warn"
+    assert summary.startswith("NCCL_GRAPH_FILE=/opt/microsoft/ncv4/graph.xml (/etc/nccl.conf sets it): NCCL takes its rings")
+    assert summary.endswith("; the shell sets no NCCL_/GLOO_/TORCH_/CUDA_ variables; /etc/nccl.conf sets "
+                            "NCCL_GRAPH_FILE=/opt/microsoft/ncv4/graph.xml, NCCL_TOPO_FILE=/opt/microsoft/ncv4/topo.xml")
+    # an empty value is still set: NCCL tries to load it (search.cc `if (str)`); the file's line is what to remove
+    nf.env = {**nf.env, "NCCL_GRAPH_FILE": ""}
+    status, summary = judge.env_verdict("n1", nf, {"NCCL_GRAPH_FILE": ""}, [])
+    assert status == "warn" and summary.startswith("NCCL_GRAPH_FILE= (the playbook sets it)")
+    assert judge.env_verdict("n1", F.NodeFacts(nccl_conf={"/etc/nccl.conf": {"NCCL_TOPO_FILE": "/t.xml"}},
+                                               env={"NCCL_TOPO_FILE": "/t.xml"}), {}, [])[0] == "pass"

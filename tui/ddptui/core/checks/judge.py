@@ -129,7 +129,14 @@ def env_verdict(node: str, nf: F.NodeFacts, playbook_env: dict[str, str], findin
     for k in sorted(nf.env):
         if set_in(nf, k, playbook_env):
             by_file.setdefault(nccl_conf.origin(k, nf.nccl_conf) or "", []).append(f"{k}={nf.env[k]}")
-    return "pass", "; ".join([said] + [f"{path} sets {', '.join(kv)}" for path, kv in by_file.items()])
+    said = "; ".join([said] + [f"{path} sets {', '.join(kv)}" for path, kv in by_file.items()])
+    # NVIDIA/nccl#1008, #1240: Azure images set it in /etc/nccl.conf. Set at all, even empty, NCCL loads it
+    # (search.cc: `if (str)`), and an empty value in the environment keeps the file's line from applying only
+    if "NCCL_GRAPH_FILE" in nf.env:
+        return "warn", (f"NCCL_GRAPH_FILE={nf.env['NCCL_GRAPH_FILE']} ({_setter(nf, 'NCCL_GRAPH_FILE', playbook_env)} "
+                        f"sets it): NCCL takes its rings from that file instead of searching, and fails where the "
+                        f"job's GPUs are not the ones it was written for (remove it there unless you wrote it); {said}")
+    return "pass", said
 
 
 def _setter(nf: F.NodeFacts, name: str, playbook_env: dict[str, str]) -> str:
