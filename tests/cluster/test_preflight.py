@@ -209,7 +209,7 @@ def test_a_gpu_whose_memory_waits_for_a_reset(cluster: Cluster, ssh_env: Path, t
     facts = {n["name"]: n["facts"] for n in rep["nodes"]}
     assert facts["remap"]["gpu_memory"] == [
         {"gpu": "00000000:07:00.0", "remap_pending": True, "remap_failed": False, "retire_pending": False}]
-    assert all(not m["remap_pending"] and not m["remap_failed"] for m in facts["gpua"].get("gpu_memory", []))
+    assert "gpu_memory" not in facts["gpua"]  # its nvidia-smi -q has no such blocks: no key, as with `fabric`
 
 
 def test_wrong_interface_when_nccl_would_pick_ib0(cluster: Cluster, ssh_env: Path, tmp_path: Path,

@@ -104,9 +104,7 @@ def fabric(node: str, nf: F.NodeFacts, backend: str | None) -> tuple[str, str, l
 
 def set_in(nf: F.NodeFacts, name: str, playbook_env: dict[str, str]) -> str:
     """`" (in FILE)"` where the value NCCL sees of `name` comes from one of its files, not the environment."""
-    if name in playbook_env or name in nf.shell_env or (path := nccl_conf.origin(name, nf.nccl_conf)) is None:
-        return ""
-    return f" (in {path})"
+    return f" (in {path})" if (path := nccl_conf.from_file(nf, name, playbook_env)) else ""
 
 
 def env_verdict(node: str, nf: F.NodeFacts, playbook_env: dict[str, str], findings: list[Finding]) -> tuple[str, str]:
@@ -127,11 +125,11 @@ def env_verdict(node: str, nf: F.NodeFacts, playbook_env: dict[str, str], findin
             else "the shell sets no NCCL_/GLOO_/TORCH_/CUDA_ variables")
     by_file: dict[str, list[str]] = {}
     for k in sorted(nf.env):
-        if set_in(nf, k, playbook_env):
-            by_file.setdefault(nccl_conf.origin(k, nf.nccl_conf) or "", []).append(f"{k}={nf.env[k]}")
+        if path := nccl_conf.from_file(nf, k, playbook_env):
+            by_file.setdefault(path, []).append(f"{k}={nf.env[k]}")
     said = "; ".join([said] + [f"{path} sets {', '.join(kv)}" for path, kv in by_file.items()])
     # NVIDIA/nccl#1008, #1240: Azure images set it in /etc/nccl.conf. Set at all, even empty, NCCL loads it
-    # (search.cc: `if (str)`), and an empty value in the environment keeps the file's line from applying only
+    # (search.cc: `if (str)`): an empty value in the environment only hides the file's line
     if "NCCL_GRAPH_FILE" in nf.env:
         return "warn", (f"NCCL_GRAPH_FILE={nf.env['NCCL_GRAPH_FILE']} ({_setter(nf, 'NCCL_GRAPH_FILE', playbook_env)} "
                         f"sets it): NCCL takes its rings from that file instead of searching, and fails where the "
@@ -140,9 +138,7 @@ def env_verdict(node: str, nf: F.NodeFacts, playbook_env: dict[str, str], findin
 
 
 def _setter(nf: F.NodeFacts, name: str, playbook_env: dict[str, str]) -> str:
-    if name in playbook_env:
-        return "the playbook"
-    return "the shell" if name in nf.shell_env else nccl_conf.origin(name, nf.nccl_conf) or "the shell"
+    return "the playbook" if name in playbook_env else nccl_conf.from_file(nf, name, playbook_env) or "the shell"
 
 
 def cross_node(fs: dict[str, F.NodeFacts], nprocs: dict[str, int], backend: str) -> list[Finding]:
@@ -161,8 +157,8 @@ def cross_node(fs: dict[str, F.NodeFacts], nprocs: dict[str, int], backend: str)
             alternatives = ["NCCL_IB_DISABLE=1 on every node: all traffic over TCP sockets — always works, "
                             "but slower than InfiniBand (often several times)"]
             if disabled_somewhere:
-                where = ", ".join(f"{n}'s {nccl_conf.origin('NCCL_IB_DISABLE', fs[n].nccl_conf) or 'shell init'}"
-                                  if "NCCL_IB_DISABLE" not in fs[n].shell_env else f"{n}'s shell init" for n in disabled_somewhere)
+                where = ", ".join(f"{n}'s {nccl_conf.from_file(fs[n], 'NCCL_IB_DISABLE', {}) or 'shell init'}"
+                                  for n in disabled_somewhere)
                 alternatives.insert(0, f"remove NCCL_IB_DISABLE from {where} "
                                        "so every node uses IB: the fast choice, if their ports are ACTIVE")
             default = CATALOG["ib-socket-mismatch"].fix or Fix()

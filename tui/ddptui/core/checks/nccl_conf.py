@@ -61,6 +61,14 @@ def origin(name: str, files: dict[str, dict[str, str]]) -> str | None:
     return next((path for path, values in files.items() if name in values), None)
 
 
+def from_file(nf: NodeFacts, name: str, playbook_env: dict[str, str]) -> str | None:
+    """The file whose line gives `name` the value NCCL sees on the node: None where the playbook or
+    the shell sets it (the environment wins) or no file does."""
+    if name in playbook_env or name in nf.shell_env:
+        return None
+    return origin(name, nf.nccl_conf)
+
+
 def take(nf: NodeFacts, section: Section | None, playbook_env: dict[str, str]) -> None:
     """The probe's section into the node's facts: its files (`nccl_conf`), the env NCCL will see (the
     files', then the shell's, then the playbook's), and the env cell's evidence with the files in it."""
