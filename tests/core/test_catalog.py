@@ -15,7 +15,8 @@ from ddptui.core.diagnosis.catalog import CATALOG, finding
 from ddptui.core.diagnosis.merge import merge_by_id
 from ddptui.core.diagnosis.engine import Engine
 from ddptui.core.diagnosis.model import SEVERITIES, Evidence, Finding, Fix
-from ddptui.core.diagnosis.rules import CROSS_RULES, RULES
+from ddptui.core.diagnosis.cross_rules import CROSS_RULES
+from ddptui.core.diagnosis.rules import RULES
 from ddptui.core.playbook.loader import parse_playbook
 from tests.conftest import DATA
 from tests.core.recorded_nodes import MASTER_ADDR, RecordedNode

@@ -4,7 +4,7 @@ facts after every batch, so a fact that a host states in two steps (NCCL's `Load
 then `Plugin Path : PATH`) must not look like a difference between the nodes in between: a finding,
 once raised, stays on the user's screen. Corpus 155 (a healthy 2 x 8 H100 run with HPC-X's plugin)
 raised `net-plugin-mismatch` in 20 of 20 such interleavings before the plugin fact compared like
-with like (rules.plugins_differ).
+with like (cross_rules.plugins_differ).
 
 A failing job's log, read the same way, must give what it gives read whole: the user sees the
 finding while the job runs, not only in the report made from the file afterwards."""
@@ -96,7 +96,7 @@ def test_a_failing_log_streamed_node_by_node_gives_what_it_gives_whole(key: str)
 
 
 def test_net_plugins_are_compared_like_with_like() -> None:
-    from ddptui.core.diagnosis.rules import plugins_differ
+    from ddptui.core.diagnosis.cross_rules import plugins_differ
 
     path = "h{} NCCL INFO Plugin Path : {}"
     name = "h{} NCCL INFO NET/Plugin: Loaded net plugin {} (v8)"
@@ -137,7 +137,7 @@ def test_a_finding_two_cross_rules_can_raise_is_raised_once_not_flipped_each_bat
     """The plugin's path on one node, the internal plugin and sockets on the other: both of
     net-plugin-mismatch's rules apply. The first one's finding is raised once; the screen is not told
     of a new one after every batch (each rule's summary replacing the other's)."""
-    from ddptui.core.diagnosis.rules import networks_differ
+    from ddptui.core.diagnosis.cross_rules import networks_differ
 
     changes = []
     e = Engine(on_change=changes.append)

@@ -25,7 +25,8 @@ from .facts import ANSI, STATE_LITERALS, NodeState, cross_verdicts, extract_fact
 from .failures import Failures
 from .literals import Prefilter, literals_of
 from .model import Evidence, Finding
-from .rules import CROSS_RULES, RULES, CrossRule, Rule
+from .cross_rules import CROSS_RULES, CrossRule
+from .rules import RULES, Rule
 from .signs import FAILURE_SIGNS, Sign
 from .spent import MAX_EVIDENCE_PER_NODE, Entry, SpentLines
 

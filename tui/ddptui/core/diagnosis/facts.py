@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .model import Evidence
-from .rules import CrossRule
+from .cross_rules import CrossRule
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 NCCL_HEAD = re.compile(r"(?:^|[\s:>\]])([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\]")
@@ -83,7 +83,7 @@ def extract_facts(st: NodeState, key: str, n: int, line: str) -> tuple[int, int]
     if "lugin" in line:
         if m := PLUGIN_EXTERNAL.search(line):
             # a host names its plugin twice, `Loaded net plugin NAME` then `Plugin Path : PATH`: the
-            # path, which tells two plugins apart, is kept (rules.plugins_differ compares like with like)
+            # path, which tells two plugins apart, is kept (cross_rules.plugins_differ compares like with like)
             cur = st.plugin.get(key)
             if m.group(1) or cur is None or PLUGIN_PATH not in cur[2]:
                 _keep(st, st.plugin, key, ("external:" + (m.group(1) or m.group(2)), n, line.strip()))

@@ -43,7 +43,7 @@ from typing import IO, Any
 from .engine import Engine
 from .facts import NodeState
 from .process import end_input
-from .rules import CROSS_RULES
+from .cross_rules import CROSS_RULES
 
 # every id a cross rule (or the engine's own cross judgements) raises
 CROSS_IDS = frozenset({cr.id for cr in CROSS_RULES} | {"ranks-not-joined", "slow-interconnect", "unrecognized-failure"})
