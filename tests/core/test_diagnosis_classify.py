@@ -15,6 +15,8 @@ from tests.core.test_diagnosis_corpus import CORPUS, split
     ("255.255.0.0", "not-a-host"), ("::ffff:255.255.0.0", "not-a-host"), ("0.104.99.143", "not-a-host"),
     ("6841231", "not-a-host"), ("0.0.0.0", "not-a-host"), ("[::]", "not-a-host"), ("224.0.0.1", "not-a-host"),
     ("10.0.0.4", "host"), ("192.168.0.1", "host"), ("fe80::1%eth0", "host"),
+    ("169.254.3.1", "link-local"), ("169.254.0.1", "link-local"), ("::ffff:169.254.0.1", "link-local"),
+    ("169.253.0.1", "host"), ("169.255.0.1", "host"),
     ("master-0", "name"), ("localhost", "name"), ("gpu_node.cluster", "name"), (None, "name"),
     # text given where a host name belongs: a path (what a shell startup file printed), a shell word, host:port
     ("/root/cuda11.8.bashrc", "not-a-host"), ("$MASTER_ADDR", "not-a-host"), ("node1:29500", "not-a-host"),
@@ -45,6 +47,10 @@ def test_errno_of(text, num) -> None:
     ("nccl", "10.0.0.4", 110, "firewall-or-unreachable"), ("nccl", None, 103, "firewall-or-unreachable"),
     ("gloo", "10.0.0.3", 113, "firewall-or-unreachable"), ("nccl", "10.0.0.4", 104, "remote-rank-died"),
     ("gloo", "10.0.0.3", 32, "remote-rank-died"), ("nccl", "10.0.0.4", 111, None), ("gloo", "10.0.0.3", 111, None),
+    # a peer's NCCL advertised a link-local address: refused (uccl-project/uccl#1034), aborted (corpus 334), any errno
+    ("nccl", "169.254.3.1", 111, "wrong-interface"), ("nccl", "169.254.0.1", 103, "wrong-interface"),
+    ("nccl", "169.254.0.1", 110, "wrong-interface"), ("nccl", "169.254.0.1", None, "wrong-interface"),
+    ("gloo", "169.254.0.1", 113, "firewall-or-unreachable"), ("store", "169.254.0.1", 111, "master-not-started"),
 ])
 def test_connect_failure(via, addr, err, fid) -> None:
     assert C.connect_failure(via, addr, err) == fid
@@ -228,3 +234,34 @@ def test_a_virtual_interface_listed_second_is_the_cause_only_where_the_node_fail
     first = Engine()
     first.feed("n", ["h:1:1 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0> [1]eth0:10.0.0.2<0>"])
     assert [(x.id, x.severity) for x in first.finish()] == [("wrong-interface", "error")]
+
+
+def test_a_link_local_peer_or_interface_is_the_wrong_interface_with_a_fix_that_names_no_prefix() -> None:
+    """169.254.x.x is reached only on its own link (RFC 3927): a peer's NCCL that advertised it took
+    an interface no other host reaches (corpus 334: verl on a Ray cluster, `Connect to 169.254.0.1<40815>
+    failed : Software caused connection abort`; uccl-project/uccl#1034, a GH200 pair whose bootstrap
+    took the BMC's 169.254.3.1 NIC, fixed by NCCL_SOCKET_IFNAME). The catalog's fix (^docker,veth,lo)
+    would not exclude such an interface: its own fix is to name the interface that routes."""
+    e = Engine()
+    e.feed("n", split(next(CORPUS.glob("334-*.log")))[1])
+    e.node_exited("n", 1)
+    (f,) = [f for f in e.finish() if f.state == "active"]
+    assert (f.id, f.severity) == ("wrong-interface", "error")
+    assert "169.254.0.1" in f.summary and "link-local" in f.summary
+    assert f.fix is C.LINK_LOCAL_FIX and not f.fixable and "NCCL_SOCKET_IFNAME" in f.fix.explain
+    assert f.evidence[0].text.startswith("socketStartConnect: Connect to 169.254.0.1<40815>")
+    # the interface NCCL takes first holds the link-local address: the cause where the node failed, else a word
+    listed = ["gh1:100:100 [0] NCCL INFO Bootstrap : Using usb0:169.254.3.1<0>",
+              "gh1:100:100 [0] NCCL INFO NET/Socket : Using [0]usb0:169.254.3.1<0> [1]enP5p1s0f0:10.1.0.5<0>"]
+    quiet, failed = Engine(), Engine()
+    for x in (quiet, failed):
+        x.feed("n", listed)
+    failed.node_exited("n", 1)
+    (q,), (g,) = quiet.finish(), failed.finish()
+    assert (q.id, q.severity, g.id, g.severity) == ("wrong-interface", "info", "wrong-interface", "error")
+    assert "usb0" in g.summary and g.fix is C.LINK_LOCAL_FIX
+    # listed after a routable one, or a link-local IPv6 (Azure's VF, healthy): nothing
+    other = Engine()
+    other.feed("n", ["h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.51.1.14<0> [1]usb0:169.254.3.1<0>",
+                     "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.51.1.14<0> [1]enP20593s1:fe80::7e1e%enP20593s1<0>"])
+    assert other.finish() == []

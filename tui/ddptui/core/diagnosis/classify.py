@@ -13,9 +13,17 @@ import ipaddress
 import re
 import signal
 
+from .model import Fix
+
 # nvidia-smi's word for a GPU it cannot reach (fallen off the bus): a rule's evidence in a log, and
 # the gpus check's in nvidia-smi's own output (checks/gpu_memory.py); no regex character in it
 GPU_LOST = "Unable to determine the device handle for GPU"
+
+# wrong-interface's own fix where NCCL took an interface with a link-local address: excluding docker, veth
+# and lo (the catalog's) does not exclude it, and which interface routes between the nodes is the node's
+LINK_LOCAL_FIX = Fix(scope="manual", explain=(
+    "set NCCL_SOCKET_IFNAME on every node to the interface that routes between the nodes (`ddptui check` names "
+    "it); the interface holding 169.254.x.x (`ip -4 addr`; a BMC's usb0 on many GPU servers) must not be it"))
 
 # The errnos a connect or a transfer fails with, by number and by strerror text (Linux).
 TIMED_OUT, REFUSED, NO_ROUTE, RESET, BROKEN_PIPE, ABORTED, ADDR_IN_USE = 110, 111, 113, 104, 32, 103, 98
@@ -47,7 +55,8 @@ _HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 def address_kind(addr: str | None) -> str:
     """'loopback', 'not-a-host' (a netmask, broadcast, multicast, 0.x, ::, or text that cannot be a
-    host name, such as a path), 'host' (a usable IP address) or 'name' (a host name: nothing to say
+    host name, such as a path), 'link-local' (an IPv4 169.254.x.x: a host's own link reaches it,
+    another host's does not), 'host' (a usable IP address) or 'name' (a host name: nothing to say
     about it here)."""
     if not addr:
         return "name"
@@ -65,6 +74,8 @@ def address_kind(addr: str | None) -> str:
         return "loopback"
     if ip.is_unspecified or ip.is_multicast or ip.is_reserved or (ip.version == 4 and ip.packed[0] == 0):
         return "not-a-host"
+    if ip.version == 4 and ip.is_link_local:  # 169.254/16: no router forwards it off its own link (RFC 3927)
+        return "link-local"
     return "host"
 
 
@@ -79,6 +90,10 @@ def connect_failure(via: str, addr: str | None, err: int | None) -> str | None:
         # a peer was told to reach us on 127.x: Gloo takes the address the hostname resolves to,
         # NCCL the interface it picked. (A store on 127.0.0.1 is a normal single-node job.)
         return "loopback-hostname" if via == "gloo" else "wrong-interface"
+    if kind == "link-local" and via == "nccl":
+        # a peer's NCCL advertised an interface whose address is link-local (a BMC's usb0 host interface,
+        # 169.254.3.1 on GH200 boards: uccl-project/uccl#1034, refused; verl#726, aborted): whatever the errno
+        return "wrong-interface"
     if err in (RESET, BROKEN_PIPE):
         return "remote-rank-died"
     if via == "store":
@@ -101,7 +116,11 @@ def _connect_verdict(via: str, addr: str | None, port: str | None, err_text: str
         return None
     where = f"{addr}:{port}" if addr and port else (addr or "a peer")
     who = {"store": "the master's store", "nccl": "NCCL", "gloo": "Gloo"}[via]
-    return fid, f"{who}: connect to {where} {_errtext(err, err_text)}"
+    said = f"{who}: connect to {where} {_errtext(err, err_text)}"
+    if fid == "wrong-interface" and address_kind(addr) == "link-local":
+        return fid, f"{said}: a link-local address, which no other host reaches (a peer's NCCL took that interface)", \
+            LINK_LOCAL_FIX
+    return fid, said
 
 
 def decide_store_connect(groups: tuple) -> tuple[str, str] | None:

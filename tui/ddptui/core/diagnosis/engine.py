@@ -295,9 +295,11 @@ def _said_by(rule: Rule, groups: tuple) -> tuple | None:
         verdict = rule.decide(groups)
         if verdict is None:
             return None
-        fid, summary = verdict
+        fid, summary, *own_fix = verdict
         if fid != rule.id:  # the rule's own words are for its own id
             fix, severity = DEFAULT, None
+        if own_fix:  # the verdict's variant of the cause has a fix of its own
+            fix = own_fix[0]
     else:
         summary = rule.summary.format(*[g or "" for g in groups]) if rule.summary and groups else (
             rule.summary if rule.summary and "{" not in rule.summary else CATALOG[rule.id].title)

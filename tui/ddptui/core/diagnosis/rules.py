@@ -27,7 +27,8 @@ from . import classify as C
 from .catalog import DEFAULT, Default
 from .model import Fix
 
-Decide = Callable[[tuple], "tuple[str, str] | None"]
+# match groups -> (id, summary) or (id, summary, its own fix), or None: the line decides nothing
+Decide = Callable[[tuple], "tuple[str, str] | tuple[str, str, Fix] | None"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Rule:
     info_unless_failed: bool = False  # at_end rules: information where the node did not fail, or something else says why
     severity: str | None = None  # this variant's own severity; None: the catalog's
     fix: Fix | None | Default = DEFAULT  # this variant's own fix; DEFAULT: the catalog's
-    decide: Decide | None = None  # match groups -> (id, summary), or None: the line decides nothing
+    decide: Decide | None = None
     # a regex of literals that every match of the patterns holds, rarer than their longest literal:
     # the prefilter finds their lines by it (anchored_on); `patterns` stay as written (grep reads them)
     anchor: str | None = None
@@ -115,6 +116,12 @@ RULES: tuple[Rule, ...] = (
     Rule("wrong-interface", (r"(?:Bootstrap|NET/Socket) : Using .*?\[[1-9]\d*\](" + _VIRTUAL + "):",),
          anchor=r"\](?:" + "|".join(_VIRTUAL_HEADS) + ")", at_end=True, info_unless_failed=True,
          summary="NCCL also lists the virtual interface {0}: a channel NCCL puts on it does not reach the other nodes"),
+    # the interface NCCL takes first holds a link-local address (169.254.x.x: a BMC's usb0 host interface on
+    # GH200 boards, uccl-project/uccl#1034: "NCCL bootstrap picks the 169.254.3.1 link-local NIC and the 2-node
+    # test fails"); its peers' connects to it fail (classify: link-local), a node alone runs
+    Rule("wrong-interface", (r"(?:Bootstrap|NET/Socket) : Using (?:\[0\])?([^\s:\[\]<]+):169\.254\.",),
+         anchor=r":169\.254\.", at_end=True, info_unless_failed=True, fix=C.LINK_LOCAL_FIX,
+         summary="NCCL uses {0}, whose address is link-local (169.254.x.x): no other host reaches it"),
     # NCCL's sockets (bootstrap, proxy, net), old and new wordings: the errno and the peer decide
     Rule("firewall-or-unreachable",
          (r"Connect to \[?([^\s<\]]+)\]?<\d+> (?:failed : |returned \d+\()([A-Za-z ]+)",
