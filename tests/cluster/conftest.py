@@ -45,6 +45,7 @@ def cluster():
         NodeOpts("remap", extra_path=GPU_REMAP_PENDING),  # test doubles: 2 GPUs, one's rows waiting for a reset
         # an ACTIVE IB port, and NCCL's own config file (not its shell) disables IB
         NodeOpts("ibconf", extra_path=GPU_IB, setenv={"NCCL_CONF_FILE": str(DOUBLES / "nccl-conf" / "ib-disabled.conf")}),
+        NodeOpts("shmnode", shm_size="1100m"),  # a /dev/shm of its own, as a container has
     ]
     cl = up(specs)
     cl.drop_port("dead", 22)

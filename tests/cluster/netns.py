@@ -59,6 +59,7 @@ class NodeOpts:
     unresolvable_hostname: bool = False  # its /etc/hosts does not know its own name
     setenv: dict = field(default_factory=dict)  # variables every ssh session on the node has (its "shell env")
     dummy_ifaces: tuple = ()  # (name, cidr) extra interfaces that lead nowhere, e.g. ("ib0", "192.168.77.2/24")
+    shm_size: str | None = None  # a /dev/shm of its own, a tmpfs of that size (a container's), e.g. "1100m"
 
 
 @dataclass
@@ -296,8 +297,12 @@ def _add_node(cl: Cluster, s: NodeOpts, ip: str, bridge: str) -> None:
 def _start_sshd(cl: Cluster, n: Node) -> None:
     cfg = cl.root / n.name / "sshd_config"
     # ip netns exec, unshare (no --fork) and sh's exec all exec in place: the PID is sshd's.
-    p = subprocess.Popen(["ip", "netns", "exec", n.ns, "unshare", "--uts", "--", "sh", "-c",
-                          f"hostname {n.name} && exec /usr/sbin/sshd -D -e -f {cfg}"],
+    # A node with its own /dev/shm: sshd, and every session it starts, in a mount namespace of its own
+    # (`nsenter -t SSHD_PID -m` reaches it, as a job on the node would)
+    own = ["--mount", "--propagation", "private"] if n.opts.shm_size else []
+    shm = f"mount -t tmpfs -o size={n.opts.shm_size} shm /dev/shm && " if n.opts.shm_size else ""
+    p = subprocess.Popen(["ip", "netns", "exec", n.ns, "unshare", "--uts", *own, "--", "sh", "-c",
+                          f"{shm}hostname {n.name} && exec /usr/sbin/sshd -D -e -f {cfg}"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=open(cl.root / n.name / "sshd.log", "w"), start_new_session=True)
     n.sshd_pid = p.pid

@@ -168,6 +168,38 @@ def test_nccls_own_config_file_is_read_as_nccl_reads_it(cluster: Cluster, ssh_en
     assert ids(rep) == [] and {n["facts"]["predicted_transport"] for n in rep["nodes"]} == {"IB"}
 
 
+def test_a_dev_shm_that_crashed_jobs_filled_is_said_before_the_launch(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                                     runs_dir: Path) -> None:
+    """A job that crashes leaves its shared-memory segments in /dev/shm, and the next job on the node
+    fails to create its own (llm-d/llm-d#352: every restart `No space left on device`, corpus 335).
+    shmnode has a /dev/shm of its own (a 1100 MiB tmpfs, as a container has): with a crashed job's
+    files in it, the check warns with what is free and how to free it; once they are gone, it passes."""
+    pid = str(cluster.nodes["shmnode"].sshd_pid)
+    left = ["/dev/shm/nccl-Ewjreo", "/dev/shm/psm_shm.0a7b"]
+    try:
+        for path, size in zip(left, ("560M", "40M")):
+            subprocess.run(["nsenter", "-t", pid, "-m", "--", "fallocate", "-l", size, path], check=True)
+        rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["node02", "shmnode"], port=29564), runs_dir)
+        assert rc == 0, rep  # a warning: the job may still fit
+        (f,) = [f for f in rep["findings"] if f["id"] == "shm-too-small"]
+        assert (f["nodes"], f["severity"]) == (["shmnode"], "warning")
+        assert f["summary"] == "shmnode: /dev/shm has 500 MiB free of 1100 MiB", f
+        assert f["evidence"][0]["command"] == "df -Pk /dev/shm" and f["evidence"][0]["text"].endswith("/dev/shm")
+        assert "ls -la /dev/shm" in f["fix"]["explain"] and f["fix"]["scope"] == "manual"
+        facts = {n["name"]: n["facts"] for n in rep["nodes"]}
+        assert (facts["shmnode"]["shm_mib"], facts["shmnode"]["shm_free_mib"]) == (1100, 500)
+        checks = {(n["name"], c["id"]): c for n in rep["nodes"] for c in n["checks"]}
+        assert (checks[("shmnode", "shm")]["status"], checks[("shmnode", "shm")]["summary"]) == (
+            "warn", "/dev/shm 1100 MiB, 500 MiB free")
+        assert checks[("node02", "shm")]["status"] == "pass"  # the host's /dev/shm: node02 shares it, empty
+    finally:
+        subprocess.run(["nsenter", "-t", pid, "-m", "--", "rm", "-f", *left], check=True)
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["node02", "shmnode"], port=29564), runs_dir)
+    assert "shm-too-small" not in ids(rep), rep["findings"]
+    shm = next(c for n in rep["nodes"] if n["name"] == "shmnode" for c in n["checks"] if c["id"] == "shm")
+    assert (shm["status"], shm["summary"]) == ("pass", "/dev/shm 1100 MiB")
+
+
 def test_a_node_whose_nvswitch_fabric_is_not_set_up(cluster: Cluster, ssh_env: Path, tmp_path: Path,
                                                     runs_dir: Path) -> None:
     """On NVSwitch machines CUDA starts only once the Fabric Manager has set the fabric up; until then

@@ -129,6 +129,8 @@ def test_ibv_devinfo_and_sysfs():
 def test_small_parsers():
     assert F.parse_getent("127.0.1.1       STREAM node03\n127.0.1.1       DGRAM\n10.0.0.3 RAW\n") == ["127.0.1.1", "10.0.0.3"]
     assert F.parse_shm("Filesystem 1024-blocks Used Available Capacity Mounted on\nshm 65536 0 65536 0% /dev/shm\n") == 64
+    assert F.parse_shm_free("Filesystem 1024-blocks Used Available Capacity Mounted on\nshm 65536 1024 64512 2% /dev/shm\n") == 63
+    assert F.parse_shm("df: /dev/shm: No such file or directory\n") is None and F.parse_shm_free("") is None
     assert F.parse_env("NCCL_DEBUG=INFO\nPATH=/bin\nGLOO_SOCKET_IFNAME=eth0\n") == {"NCCL_DEBUG": "INFO", "GLOO_SOCKET_IFNAME": "eth0"}
     assert F.parse_route('[{"dst":"10.0.0.2","dev":"eth0","prefsrc":"10.0.0.3"}]') == {
         "interface": "eth0", "source": "10.0.0.3", "type": "unicast", "gateway": None}
@@ -201,6 +203,37 @@ def test_the_fabric_verdict_fails_an_nccl_job_and_warns_a_gloo_one():
     assert f.evidence[0].text == "State Completed, Status Insufficient Resources"
     status, _, (f,) = judge.fabric("hgx2", failed, "gloo")
     assert (status, f.severity) == ("warn", "warning")
+
+
+# `df -Pk /dev/shm` on this machine in a mount namespace whose /dev/shm is a 3 GiB tmpfs that two files a
+# crashed job might leave fill (unshare --mount; mount -t tmpfs -o size=3g; fallocate -l 3000M nccl-Ewjreo,
+# 40M psm_shm.0a7b): llm-d/llm-d#352's pod, whose 3 GB /dev/shm the crashes before had filled
+SHM_FULL = ("Filesystem     1024-blocks    Used Available Capacity Mounted on\n"
+            "tmpfs              3145728 3112960     32768      99% /dev/shm\n")
+SHM_DOCKER = ("Filesystem     1024-blocks  Used Available Capacity Mounted on\n"
+              "shm                  65536     0     65536   0% /dev/shm\n")
+SHM_ROOMY = ("Filesystem     1024-blocks  Used Available Capacity Mounted on\n"
+             "tmpfs             24683784     0  24683784       0% /dev/shm\n")
+
+
+def test_the_shm_verdict_warns_where_dev_shm_is_too_small_or_full():
+    from ddptui.core.checks import judge
+
+    def verdict(out: str, nproc: int = 2):
+        nf = F.NodeFacts(shm_mib=F.parse_shm(out), shm_free_mib=F.parse_shm_free(out),
+                         evidence={"shm": ("df -Pk /dev/shm", out)})
+        return judge.shm("n1", nf, nproc)
+
+    status, summary, (f,) = verdict(SHM_FULL)
+    assert (status, summary) == ("warn", "/dev/shm 3072 MiB, 32 MiB free")
+    assert (f.id, f.severity, f.summary) == ("shm-too-small", "warning", "n1: /dev/shm has 32 MiB free of 3072 MiB")
+    assert f.evidence[0].text.endswith("99% /dev/shm") and "ls -la /dev/shm" in f.fix.explain and not f.fixable
+    status, summary, (f,) = verdict(SHM_DOCKER)
+    assert (status, summary, f.summary) == ("warn", "/dev/shm 64 MiB", "n1: /dev/shm is 64 MiB")
+    assert "--shm-size" in f.fix.explain
+    assert verdict(SHM_ROOMY) == ("pass", "/dev/shm 24105 MiB", [])
+    assert verdict(SHM_FULL, nproc=1) == ("pass", "/dev/shm 3072 MiB, 32 MiB free", [])  # one process shares nothing
+    assert judge.shm("n1", F.NodeFacts(), 2) is None  # df said nothing
 
 
 IP = DATA / "recorded" / "ip"

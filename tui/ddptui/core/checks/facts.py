@@ -325,12 +325,21 @@ def parse_fabric(text: str) -> list[Fabric]:
 
 def parse_shm(text: str) -> int | None:
     """`df -Pk /dev/shm` -> size in MiB."""
+    return _df_column(text, 1)
+
+
+def parse_shm_free(text: str) -> int | None:
+    """`df -Pk /dev/shm` -> what is free in it, in MiB (POSIX's `Available` column)."""
+    return _df_column(text, 3)
+
+
+def _df_column(text: str, i: int) -> int | None:
     lines = text.strip().splitlines()
     if len(lines) < 2:
         return None
     parts = lines[-1].split()
     try:
-        return int(parts[1]) // 1024
+        return int(parts[i]) // 1024
     except (IndexError, ValueError):
         return None
 
@@ -349,6 +358,7 @@ class NodeFacts:
     cuda_driver: str | None = None
     ib_devices: list[IBPort] = field(default_factory=list)
     shm_mib: int | None = None
+    shm_free_mib: int | None = None
     fabric: list[Fabric] = field(default_factory=list)  # each GPU's NVSwitch fabric (nvidia-smi -q)
     gpu_memory: list[GpuMemory] = field(default_factory=list)  # each GPU's remapped rows, retired pages (nvidia-smi -q)
     shell_env: dict[str, str] = field(default_factory=dict)
@@ -371,6 +381,7 @@ class NodeFacts:
             "ib_devices": [p.to_json() for p in self.ib_devices], "predicted_transport": self.predicted_transport,
             "transport_reason": self.transport_reason, "nccl_interface": self.nccl_interface,
             "gloo_interface": self.gloo_interface, "shm_mib": self.shm_mib,
+            "shm_free_mib": self.shm_free_mib,
             **({"fabric": [{"gpu": f.gpu, "state": f.state, "status": f.status} for f in self.fabric]}
                if any(f.applies for f in self.fabric) else {}),
             **({"gpu_memory": [m.to_json() for m in self.gpu_memory]} if self.gpu_memory else {}),

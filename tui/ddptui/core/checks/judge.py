@@ -102,6 +102,38 @@ def fabric(node: str, nf: F.NodeFacts, backend: str | None) -> tuple[str, str, l
                                          "CUDA fails with error 802 until it is"), [found]
 
 
+# what /dev/shm must offer a job of several processes on a node: NCCL's shared-memory transport and
+# DataLoader workers (Docker's default of 64 MiB is the classic failure); the job gets what is free
+SHM_MIN_MIB = 1024
+
+
+def shm(node: str, nf: F.NodeFacts, nproc: int) -> tuple[str, str, list[Finding]] | None:
+    """/dev/shm on a node: (check status, summary, findings), or None where `df` said nothing. Too
+    small, or full: a crashed job's segments stay (NCCL's nccl-*, PSM's psm_*), and a job restarted
+    on that node fails to create its own (llm-d/llm-d#352: a pod's 3 GB /dev/shm filled by the
+    crashes before, every restart `No space left on device`). A prediction: warnings, and no
+    NCCL_SHM_DISABLE (slower) before anything failed."""
+    size, free = nf.shm_mib, nf.shm_free_mib
+    if size is None:
+        return None
+    said = f"/dev/shm {size} MiB" + (f", {free} MiB free" if free is not None and free < size else "")
+    if nproc <= 1:
+        return "pass", said, []
+    cmd, out = nf.evidence.get("shm", ("", ""))
+    ev = [Evidence(node, 0, out.strip().splitlines()[-1] if out.strip() else "", cmd)]
+    if size < SHM_MIN_MIB:
+        return "warn", said, [finding("shm-too-small", [node], f"{node}: /dev/shm is {size} MiB", ev, severity="warning",
+                                      fix=Fix(scope="manual", explain="give the container more shared memory (docker "
+                                              "--shm-size=8g, or a memory-backed emptyDir on Kubernetes)"))]
+    if free is not None and free < SHM_MIN_MIB:
+        return "warn", said, [finding(
+            "shm-too-small", [node], f"{node}: /dev/shm has {free} MiB free of {size} MiB", ev, severity="warning",
+            fix=Fix(scope="manual", explain="free /dev/shm on the node: a job that crashed leaves its segments there "
+                    "(`ls -la /dev/shm`: NCCL's nccl-*, psm_*, torch_*); remove those of jobs no longer running, or "
+                    "restart the container"))]
+    return "pass", said, []
+
+
 def set_in(nf: F.NodeFacts, name: str, playbook_env: dict[str, str]) -> str:
     """`" (in FILE)"` where the value NCCL sees of `name` comes from one of its files, not the environment."""
     return f" (in {path})" if (path := nccl_conf.from_file(nf, name, playbook_env)) else ""

@@ -28,7 +28,6 @@ from .portcheck import port_check
 from .probe import parse_sections, probe_commands, probe_script
 from .software import PROBE, judge_software, parse_probe, probe_view
 
-SHM_MIN_MIB = 1024
 
 
 @dataclass
@@ -177,10 +176,10 @@ class Preflight:
                              + f" → NET/{nf.predicted_transport} ({nf.transport_reason})", *ib_ev))
         nf.nccl_interface, why_nccl = nccl_interface(nf.interfaces, nf.env)
         nf.gloo_interface, why_gloo = gloo_interface(nf.interfaces, nf.env, nf.hostname_resolves_to)
-        nf.shm_mib = F.parse_shm(sec["shm"].output) if "shm" in sec else None
-        if nf.shm_mib is not None:
-            small = nf.shm_mib < SHM_MIN_MIB and t.nproc > 1
-            self._check(CheckResult(n, "shm", "warn" if small else "pass", f"/dev/shm {nf.shm_mib} MiB", *ev("shm")))
+        if "shm" in sec:
+            nf.shm_mib, nf.shm_free_mib = F.parse_shm(sec["shm"].output), F.parse_shm_free(sec["shm"].output)
+        if (shm := judge.shm(n, nf, t.nproc)) is not None:
+            self._check(CheckResult(n, "shm", *shm[:2], *ev("shm")))
         if is_master and "port" in sec:
             nf.port_listening = sec["port"].output.strip() or None
         if "ping-master" in sec:
@@ -304,14 +303,7 @@ class Preflight:
                     continue  # already said by the gpus check
                 c, o = nf.evidence.get("software", ("", ""))
                 self._check(CheckResult(n, v.check, v.status, v.summary, c, o))
-            if nf.shm_mib is not None and nf.shm_mib < SHM_MIN_MIB and t.nproc > 1:
-                c, o = nf.evidence.get("shm", ("", ""))
-                # a prediction: a warning, and no NCCL_SHM_DISABLE (slower) before anything failed
-                self.result.findings.append(finding(
-                    "shm-too-small", [n], f"{n}: /dev/shm is {nf.shm_mib} MiB",
-                    [Evidence(n, 0, o.splitlines()[-1] if o else "", c)], severity="warning",
-                    fix=Fix(scope="manual", explain="give the container more shared memory (docker --shm-size=8g, "
-                                                    "or a memory-backed emptyDir on Kubernetes)")))
+            self.result.findings += (judge.shm(n, nf, t.nproc) or ("", "", []))[2]
             multi = len(self.targets) > 1
             self.result.findings += judge.loopback(t.name, nf, backend, multi and t.transport.kind != "local")
             self.result.findings += judge.interfaces(t.name, nf, backend, multi)

@@ -234,11 +234,14 @@ _CAUSES = (
           _env({"NCCL_SHM_DISABLE": "1"}, "make /dev/shm writable for every user again (chmod 1777 /dev/shm, or "
                "mount its tmpfs with mode=1777); NCCL_SHM_DISABLE=1 avoids it at a cost in speed"),
           suppresses=("shm-too-small",)),  # NCCL's next line, "Error while creating shared memory segment"
-    Cause("shm-too-small", "error", "/dev/shm is too small",
+    Cause("shm-too-small", "error", "/dev/shm is too small or full",
           "/dev/shm is too small for NCCL's shared-memory buffers and DataLoader workers (Docker's default is "
-          "64 MiB): they fail with 'No space left on device' or a bus error.",
+          "64 MiB), or full: the segments of a job that crashed stay there (NCCL's nccl-*, psm_*) until someone "
+          "removes them. They fail with 'No space left on device' or a bus error.",
           _env({"NCCL_SHM_DISABLE": "1"}, "give the container more shared memory (docker --shm-size=8g, a "
-               "memory-backed emptyDir on Kubernetes); NCCL_SHM_DISABLE=1 avoids it at a cost in speed")),
+               "memory-backed emptyDir on Kubernetes); NCCL_SHM_DISABLE=1 avoids it at a cost in speed",
+               "where jobs that crashed filled it, remove their segments (`ls -la /dev/shm` on the node: nccl-*, "
+               "psm_* of jobs no longer running), or empty it before each start (llm-d/llm-d#364)")),
     # ---- collectives and crashes ---------------------------------------------------------------------
     Cause("watchdog-timeout", "error", "a collective timed out",
           "A collective did not finish within the process group timeout on every rank: a rank is stuck, dead, or "
