@@ -46,6 +46,8 @@ def cluster():
         # an ACTIVE IB port, and NCCL's own config file (not its shell) disables IB
         NodeOpts("ibconf", extra_path=GPU_IB, setenv={"NCCL_CONF_FILE": str(DOUBLES / "nccl-conf" / "ib-disabled.conf")}),
         NodeOpts("shmnode", shm_size="1100m"),  # a /dev/shm of its own, as a container has
+        # a BMC's host interface (169.254.3.1 on GH200 boards), listed before eth0: NCCL would take it
+        NodeOpts("bmc", extra_path=GPU, dummy_ifaces=(("usb0", "169.254.3.1/16"),)),
     ]
     cl = up(specs)
     cl.drop_port("dead", 22)

@@ -280,17 +280,18 @@ def _add_node(cl: Cluster, s: NodeOpts, ip: str, bridge: str) -> None:
     ns = PREFIX + s.name
     veth = f"{PREFIX}{s.name}"[:15]
     sh("ip", "netns", "add", ns)
+    for dname, cidr in s.dummy_ifaces:
+        # A veth pair with both ends inside the node (no dummy module here): it reaches nothing. Made
+        # before eth0, it comes first in the kernel's order, as a BMC's usb0 often does (NCCL walks it so).
+        sh("ip", "-n", ns, "link", "add", dname, "type", "veth", "peer", "name", f"{dname}-peer")
+        sh("ip", "-n", ns, "addr", "add", cidr, "dev", dname)
+        sh("ip", "-n", ns, "link", "set", dname, "up")
+        sh("ip", "-n", ns, "link", "set", f"{dname}-peer", "up")
     sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
     sh("ip", "link", "set", veth, "master", bridge, "up")
     sh("ip", "-n", ns, "link", "set", "lo", "up")
     sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0")
     sh("ip", "-n", ns, "link", "set", "eth0", "up")
-    for dname, cidr in s.dummy_ifaces:
-        # A veth pair with both ends inside the node (no dummy module here): it reaches nothing.
-        sh("ip", "-n", ns, "link", "add", dname, "type", "veth", "peer", "name", f"{dname}-peer")
-        sh("ip", "-n", ns, "addr", "add", cidr, "dev", dname)
-        sh("ip", "-n", ns, "link", "set", dname, "up")
-        sh("ip", "-n", ns, "link", "set", f"{dname}-peer", "up")
     cl.nodes[s.name] = Node(s.name, ns, ip, veth, s)
 
 

@@ -255,6 +255,24 @@ def test_wrong_interface_when_nccl_would_pick_ib0(cluster: Cluster, ssh_env: Pat
     assert node["nccl_interface"] == "ib0"
 
 
+def test_a_link_local_interface_nccl_would_take_first_fails_the_check(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                                      runs_dir: Path) -> None:
+    """bmc's first interface is usb0 with 169.254.3.1 (a BMC's host interface, as on GH200 boards:
+    uccl-project/uccl#1034, where NCCL's bootstrap took it and the 2-node job failed): NCCL, which
+    takes the first interface that is not docker or lo, would advertise an address no other host
+    reaches. An error, as lo is, not the warning of an interface that might still route."""
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["gpua", "bmc"], port=29565, backend="nccl"), runs_dir)
+    assert rc == 1 and ids(rep) == ["wrong-interface"], rep["findings"]
+    (f,) = rep["findings"]
+    assert (f["nodes"], f["severity"]) == (["bmc"], "error")
+    assert f["summary"] == ("bmc: NCCL would use usb0 (link-local 169.254.x.x: no other host reaches it), but the "
+                            "master is reached through eth0")
+    assert f["fix"]["per_node"] == {"bmc": {"NCCL_SOCKET_IFNAME": "eth0"}}
+    facts = next(n for n in rep["nodes"] if n["name"] == "bmc")["facts"]
+    names = [i["name"] for i in facts["interfaces"]]
+    assert facts["nccl_interface"] == "usb0" and names.index("usb0") < names.index("eth0"), names
+
+
 def test_bad_gloo_socket_ifname(cluster: Cluster, ssh_env: Path, tmp_path: Path, runs_dir: Path) -> None:
     rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["node02", "node03"], port=29549,
                                                    env="    GLOO_SOCKET_IFNAME: ib0\n"), runs_dir)

@@ -86,6 +86,12 @@ def test_nccl_interface_rules(env, expected):
     assert nccl_interface(F.parse_ip_addr(IP_ADDR), env)[0] == expected
 
 
+def test_an_interface_whose_every_ipv4_address_is_link_local():
+    assert F.Interface("usb0", ("169.254.3.1/16", "fe80::1/64"), True).link_local
+    assert not F.Interface("eth0", ("10.0.0.2/24", "169.254.3.1/16"), True).link_local  # one routes
+    assert not F.Interface("ens5", ("fe80::1/64",), True).link_local  # no IPv4 at all: NCCL skips it anyway
+
+
 def test_nccl_skips_docker_and_lo_without_ib():
     ifs = [i for i in F.parse_ip_addr(IP_ADDR) if i.name != "ib0"]
     assert nccl_interface(ifs, {})[0] == "eth0"

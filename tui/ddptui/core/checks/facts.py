@@ -19,6 +19,12 @@ class Interface:
     def ipv4(self) -> list[str]:
         return [a.split("/")[0] for a in self.addresses if ":" not in a]
 
+    @property
+    def link_local(self) -> bool:
+        """Every IPv4 address it has is 169.254.x.x, which only its own link reaches (a BMC's usb0)."""
+        v4 = self.ipv4()
+        return bool(v4) and all(ipaddress.ip_address(a).is_link_local for a in v4)
+
     def to_json(self) -> dict:
         return {"name": self.name, "addresses": list(self.addresses), "up": self.up, "kind": self.kind}
 

@@ -58,12 +58,15 @@ def interfaces(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> li
             continue  # loopback-hostname says it
         if chosen and chosen != route_if:
             c, o = nf.evidence.get("route", ("", ""))
+            # link-local (169.254.x.x): no other host reaches it, as none reaches lo (uccl-project/uccl#1034)
+            lost = chosen == "lo" or any(i.name == chosen and i.link_local for i in nf.interfaces)
             out.append(finding(
                 "wrong-interface", [node],
-                f"{node}: {'NCCL' if var.startswith('NCCL') else 'Gloo'} would use {chosen}, but the master is "
-                f"reached through {route_if}",
+                f"{node}: {'NCCL' if var.startswith('NCCL') else 'Gloo'} would use {chosen}"
+                f"{' (link-local 169.254.x.x: no other host reaches it)' if lost and chosen != 'lo' else ''}, "
+                f"but the master is reached through {route_if}",
                 [Evidence(node, 0, f"{why} → {chosen}", ""), Evidence(node, 0, o.strip(), c)],
-                severity="error" if chosen == "lo" else "warning", fix=_ifname_fix(node, var, route_if, multi_node)))
+                severity="error" if lost else "warning", fix=_ifname_fix(node, var, route_if, multi_node)))
     return out
 
 
