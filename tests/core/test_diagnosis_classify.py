@@ -265,3 +265,30 @@ def test_a_link_local_peer_or_interface_is_the_wrong_interface_with_a_fix_that_n
     other.feed("n", ["h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.51.1.14<0> [1]usb0:169.254.3.1<0>",
                      "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.51.1.14<0> [1]enP20593s1:fe80::7e1e%enP20593s1<0>"])
     assert other.finish() == []
+
+
+def test_nvshmem_without_the_peermem_module_and_nvshmems_own_init_failure() -> None:
+    """NVSHMEM says it finds no GPUDirect RDMA module and skips its IB transport (corpus 336,
+    deepseek-ai/DeepEP#223, fixed by `modprobe nvidia-peermem`): the cause where the node failed; a
+    job that needs no IB (one node) runs on, and it is a word beside it. Another part of the same
+    paste holds only NVSHMEM's init failure and the peers' broken sockets: NVSHMEM's own error comes
+    first, so the broken pipe is no peer's death to blame but a failure ddptui cannot name."""
+    e = Engine()
+    e.feed("n", split(next(CORPUS.glob("336-*.log")))[1])
+    (f,) = e.finish()
+    assert (f.id, f.severity) == ("gpudirect-rdma-missing", "error") and "modprobe nvidia-peermem" in f.fix.explain
+    assert "nvidia_peermem detected" in f.evidence[0].text
+    quiet = Engine()
+    quiet.feed("n", ["/nvshmem/src/modules/transport/ibrc/ibrc.cpp:nvshmemt_init:1851: neither nv_peer_mem, or "
+                     "nvidia_peermem detected. Skipping transport.", "iter 10 loss 2.31"])
+    assert [(x.id, x.severity) for x in quiet.finish()] == [("gpudirect-rdma-missing", "info")]
+    # deepseek-ai/DeepEP#223's paste, another part (two ranks interleaved), verbatim
+    other = Engine()
+    other.feed("n", [
+        "/sgl-workspace/nvshmem/src/host/init/init.cu:998: non-zero status: 7 building transport map failed",
+        "/sgl-workspace/nvshmem/src/host/init/init.cu:nvshmemi_check_state_and_init:1080: nvshmem initialization "
+        "failed, exiting",
+        "/sgl-workspace/nvshmem/src/modules/bootstrap/uid/ncclSocket/ncclsocket_socket.cpp:socketProgressOpt:39: "
+        "socketProgressOpt: Call to recv from 10.179.114.196<38229> failed : Broken pipe"])
+    (u,) = other.finish()
+    assert u.id == "unrecognized-failure" and "nvshmem initialization failed" in u.summary

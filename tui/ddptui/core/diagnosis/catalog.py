@@ -214,6 +214,17 @@ _CAUSES = (
           suppresses=("remote-rank-died", "watchdog-timeout")),
     # NVIDIA's maintainers on NVIDIA/nccl#976, #1338, #1488, nccl-tests#276, pytorch#150852: "usually caused by
     # the Fabric Manager being stopped and restarted without an intervening GPU reset"
+    Cause("gpudirect-rdma-missing", "error", "no GPUDirect RDMA: the nvidia_peermem module is not found",
+          "NVSHMEM (DeepEP's internode kernels, and the MoE dispatchers of Megatron and SGLang built on them) moves "
+          "GPU memory over InfiniBand or RoCE only with GPUDirect RDMA, which needs the nvidia_peermem kernel module "
+          "(nv_peer_mem with old MLNX_OFED). Without it NVSHMEM skips its IB transport and its init fails on every "
+          "node ('Peer GPU N is not accessible', 'building transport map failed'); the peers see the broken "
+          "sockets. Some NVSHMEM builds look for the module where newer drivers do not put it, and miss one that "
+          "is loaded (deepseek-ai/DeepEP#151). NCCL runs without the module, through host memory (slower).",
+          _manual("load the module on every node: sudo modprobe nvidia-peermem, and list it in "
+                  "/etc/modules-load.d/ for the next boot (lsmod | grep peermem shows it); where it is loaded "
+                  "already, the job's NVSHMEM does not find it: a newer NVSHMEM (deepseek-ai/DeepEP#151)"),
+          suppresses=("remote-rank-died",)),  # the node whose NVSHMEM failed left; its peers' sockets broke
     Cause("nvls-setup-failed", "error", "NVLink SHARP (NVLS) setup failed on an NVSwitch node",
           "NCCL could not set up NVLink SHARP (NVLS), the NVSwitch multicast it uses for collectives inside an "
           "HGX/DGX H100, H200 or B200 node: a CUDA call of that setup failed. The node's NVSwitch fabric is not in "

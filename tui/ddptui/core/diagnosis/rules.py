@@ -308,6 +308,10 @@ RULES: tuple[Rule, ...] = (
     Rule("ib-async-fatal-event", (r"NET/IB : (\S+) async fatal event",), summary="fatal event on {0}"),
     Rule("ib-async-fatal-event", (r"NET/IB : Got async event : ([\w ]+)",), decide=C.decide_ib_event),
     Rule("gpu-count-short", (r"invalid device ordinal", r"no CUDA-capable device is detected")),
+    # NVSHMEM's IB transport without the GPUDirect RDMA module (deepseek-ai/DeepEP#223, `modprobe nvidia-peermem`
+    # fixed it): the cause where the node failed; a job that needs no IB (one node) runs, and hears of it
+    Rule("gpudirect-rdma-missing", (r"neither nv_peer_mem, or nvidia_peermem detected",), at_end=True,
+         info_unless_failed=True, summary="NVSHMEM finds no nvidia_peermem module and skips its InfiniBand transport"),
     # NCCL's lookup of a NIC by the id its own topology gave it: 2.25 and 2.26 fail so on multi-node
     # jobs, 2.27 fixes it (NVIDIA-NeMo/Speech#13996, NVIDIA-NeMo/Run#266: confirmed by upgrading)
     Rule("nccl-known-bug", (r"Could not find NET with id (\w+)",),

@@ -92,6 +92,9 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     # MIOpen's (LUMI: its database on Lustre), a verbs call NCCL made (the WARN cut off)
     Sign("exit", r"Fatal error in P?MPI_\w+|\*\*\* An error occurred in MPI_\w+"),  # MPICH's; Open MPI's (nccl-tests#180)
     Sign("exception", r"MIOpen Error: "),
+    # NVSHMEM's own fatal error at init (DeepEP's internode kernels; its ERROR_EXIT): before the broken
+    # sockets of the peers it leaves (deepseek-ai/DeepEP#223: nvidia-peermem was not loaded on the hosts)
+    Sign("exception", r"nvshmem initialization failed|\] Peer GPU \d+ is not accessible, exiting"),
     Sign("warn", r"Call to ibv_\w+ failed with error "),
     # Slurm lost a node of the job and cancelled the step (huggingface/m4-logs, Jean Zay: a node crashed)
     Sign("exit", r"srun: error: Node failure on \S+|CANCELLED AT \S+ DUE TO NODE FAILURE"),
