@@ -48,6 +48,8 @@ def cluster():
         NodeOpts("shmnode", shm_size="1100m"),  # a /dev/shm of its own, as a container has
         # a BMC's host interface (169.254.3.1 on GH200 boards), listed before eth0: NCCL would take it
         NodeOpts("bmc", extra_path=GPU, dummy_ifaces=(("usb0", "169.254.3.1/16"),)),
+        # an ACTIVE IB port (doubles), and Docker's locked-memory limit: 64 KiB, no CAP_IPC_LOCK
+        NodeOpts("lowlock", extra_path=GPU_IB, memlock_kib=64),
     ]
     cl = up(specs)
     cl.drop_port("dead", 22)

@@ -60,6 +60,7 @@ class NodeOpts:
     setenv: dict = field(default_factory=dict)  # variables every ssh session on the node has (its "shell env")
     dummy_ifaces: tuple = ()  # (name, cidr) extra interfaces that lead nowhere, e.g. ("ib0", "192.168.77.2/24")
     shm_size: str | None = None  # a /dev/shm of its own, a tmpfs of that size (a container's), e.g. "1100m"
+    memlock_kib: int | None = None  # the locked-memory limit its sessions get, without CAP_IPC_LOCK (Docker's: 64)
 
 
 @dataclass
@@ -302,8 +303,11 @@ def _start_sshd(cl: Cluster, n: Node) -> None:
     # (`nsenter -t SSHD_PID -m` reaches it, as a job on the node would)
     own = ["--mount", "--propagation", "private"] if n.opts.shm_size else []
     shm = f"mount -t tmpfs -o size={n.opts.shm_size} shm /dev/shm && " if n.opts.shm_size else ""
+    # A node whose sessions get a low locked-memory limit and no CAP_IPC_LOCK, as Docker gives a container
+    lock = (f"ulimit -l {int(n.opts.memlock_kib)} && exec setpriv --bounding-set -ipc_lock "
+            if n.opts.memlock_kib is not None else "exec ")
     p = subprocess.Popen(["ip", "netns", "exec", n.ns, "unshare", "--uts", *own, "--", "sh", "-c",
-                          f"{shm}hostname {n.name} && exec /usr/sbin/sshd -D -e -f {cfg}"],
+                          f"{shm}hostname {n.name} && {lock}/usr/sbin/sshd -D -e -f {cfg}"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=open(cl.root / n.name / "sshd.log", "w"), start_new_session=True)
     n.sshd_pid = p.pid

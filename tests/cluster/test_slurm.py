@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -275,4 +276,11 @@ def test_check_shows_the_allocation_and_names_gpus_short(slurm: SlurmCluster, cl
     short = next(f for f in report["findings"] if f["id"] == "gpu-count-short")
     assert sorted(short["nodes"]) == NODES and "Slurm granted 0 GPUs, nproc_per_node is 2" in short["summary"]
     assert short["evidence"][0]["text"].startswith("Nodes=node[02-04] CPU_IDs=0-1")
+    # Slurm hands a step the limits of the shell that ran srun (PropagateResourceLimits, ALL by default):
+    # a login shell's low locked-memory limit reaches every node (NVIDIA/pyxis#60), and the check reads it there
+    low = subprocess.run([ddptui_exe(), "check", str(pb), "--json", "--runs-dir", str(runs_dir)], capture_output=True,
+                         text=True, timeout=240, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_MEMLOCK, (65536, 65536)))
+    limits = {n["name"]: n["facts"]["memlock"]["limit_kib"] for n in json.loads(low.stdout)["nodes"]}
+    assert limits == dict.fromkeys(NODES, 64), limits
+    assert {n["name"]: n["facts"]["memlock"]["limit_kib"] for n in report["nodes"]} != limits  # this shell's own
     assert_nothing_left(slurm, cluster, keep=(job,))

@@ -29,7 +29,7 @@ master-not-started rendezvous-timeout tcpstore-timeout port-in-use missing-rank 
 duplicate-gpu nproc-mismatch gpu-count-short cuda-driver-mismatch fabric-manager-down shm-too-small watchdog-timeout collective-desync
 collective-mismatch segfault-exit-11 host-oom-exit-9 remote-rank-died gid-index ib-completion-error
 ib-async-fatal-event p2p-hang slow-interconnect unrecognized-failure nvls-setup-failed shm-not-writable
-exit-barrier-race nccl-known-bug gpu-hardware-fault gpudirect-rdma-missing""".split()
+exit-barrier-race nccl-known-bug gpu-hardware-fault gpudirect-rdma-missing memlock-too-low""".split()
 CORPUS = DATA / "corpus" / "nccl"
 
 
@@ -39,7 +39,7 @@ def body(name: str) -> list[str]:
 
 # ---- the catalog itself -------------------------------------------------------------------------
 def test_every_contract_id_has_exactly_one_cause() -> None:
-    assert len(CONTRACT) == len(set(CONTRACT)) == 42
+    assert len(CONTRACT) == len(set(CONTRACT)) == 43
     ids = [c.id for c in catalog._CAUSES]
     assert sorted(ids) == sorted(CONTRACT)  # each once: a second definition would show up twice here
     assert set(CATALOG) == set(CONTRACT) and all(CATALOG[i].id == i for i in CATALOG)

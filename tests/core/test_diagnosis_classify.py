@@ -292,3 +292,29 @@ def test_nvshmem_without_the_peermem_module_and_nvshmems_own_init_failure() -> N
         "socketProgressOpt: Call to recv from 10.179.114.196<38229> failed : Broken pipe"])
     (u,) = other.finish()
     assert u.id == "unrecognized-failure" and "nvshmem initialization failed" in u.summary
+
+
+def test_a_low_locked_memory_limit_where_ucx_or_libibverbs_says_it() -> None:
+    """UCX (1.14+) adds the limit to an ENOMEM, libibverbs warns at load at 32 KiB or less. Both also
+    print where the job needs no RDMA and runs on (openucx/ucx#8746, verbatim: a node without InfiniBand,
+    osu_bcast's results follow): information there; where the node failed, the cause (ucx#8229: 64 KiB
+    was). NCCL's own ENOMEM from ibv_* is left to other rules: it has other causes too."""
+    ucx = ("[1668693503.473099] [ampere:1188443:0]          ib_log.c:246  UCX  ERROR mlx5_0: ibv_create_cq() failed: "
+           "Cannot allocate memory. Please set max locked memory (ulimit -l) to 'unlimited' (current: 64 kbytes)")
+    ran = Engine()
+    ran.feed("n", [ucx, "", "# OSU MPI Broadcast Latency Test v5.8", "# Size       Avg Latency(us)", "1                       0.23"])
+    (f,) = ran.finish()
+    assert (f.id, f.severity) == ("memlock-too-low", "info")
+    assert f.summary.endswith("UCX could not register memory: the locked-memory limit is 64 KiB")
+    failed = Engine()
+    failed.feed("n", [ucx])
+    failed.node_exited("n", 1)
+    (g,) = failed.finish()
+    assert (g.id, g.severity) == ("memlock-too-low", "error") and "--ulimit memlock=-1" in g.fix.explain
+    verbs = Engine()  # libibverbs' own words (rdma-core libibverbs/init.c, check_memlock_limit), as MPI users saw them
+    verbs.feed("n", ["libibverbs: Warning: RLIMIT_MEMLOCK is 32768 bytes.", "    This will severely limit memory registrations."])
+    verbs.node_exited("n", 1)
+    assert [(x.id, x.severity) for x in verbs.finish()] == [("memlock-too-low", "error")]
+    nccl = Engine()  # NCCL's ENOMEM alone: not read as the limit
+    nccl.feed("n", ["h:1:2 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory"])
+    assert "memlock-too-low" not in {x.id for x in nccl.finish()}

@@ -313,3 +313,24 @@ def test_the_gpu_memory_verdict_warns_for_a_reset_and_fails_a_lost_or_spent_gpu(
     words, (f,) = judge("cn-234", [], lost + "\n", "q", smi)
     assert f.severity == "error" and f.evidence[0].text == lost and f.evidence[0].command == smi
     assert words == f"nvidia-smi cannot reach a GPU ({lost})"
+
+
+def test_the_locked_memory_limit_and_cap_ipc_lock_read_and_judged():
+    """`ulimit -l` and CapEff as the probe prints them (recorded on the test cluster: lowlock's session
+    under Docker's 64 KiB without CAP_IPC_LOCK; node02's root session, this host's 8192 KiB with it)."""
+    from ddptui.core.checks import memlock
+
+    low = memlock.parse("64\nCapEff:\t000001fffeffbfff\n")
+    root = memlock.parse("8192\nCapEff:\t000001fffeffffff\n")
+    assert low == {"limit_kib": 64, "ipc_lock": False} and root == {"limit_kib": 8192, "ipc_lock": True}
+    assert memlock.parse("unlimited\n") == {"limit_kib": None, "ipc_lock": None}
+    assert memlock.parse("sh: ulimit: bad option\n") is None and memlock.parse("") is None
+    ev = ("ulimit -l; grep '^CapEff:' /proc/self/status", "64\nCapEff:\t000001fffeffbfff")
+    status, summary, (f,) = memlock.judge("n1", low, "IB", "nccl", ev)
+    assert (status, summary, f.id, f.severity) == ("warn", "locked memory 64 KiB: NET/IB pins more", "memlock-too-low", "warning")
+    assert f.evidence[0].text == "ulimit -l: 64, no CAP_IPC_LOCK"
+    assert memlock.judge("n1", low, "Socket", "nccl", ev) == ("pass", "locked memory 64 KiB", [])  # nothing to pin
+    assert memlock.judge("n1", low, "IB", "gloo", ev)[2] == []
+    assert memlock.judge("n1", root, "IB", "nccl", ev) == ("pass", "locked memory 8 MiB (CAP_IPC_LOCK: not counted)", [])
+    assert memlock.judge("n1", {"limit_kib": 2 << 20, "ipc_lock": False}, "IB", "nccl", ev)[0] == "pass"  # a site's choice
+    assert memlock.judge("n1", None, "IB", "nccl", ev) is None

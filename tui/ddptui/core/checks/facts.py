@@ -365,6 +365,7 @@ class NodeFacts:
     ib_devices: list[IBPort] = field(default_factory=list)
     shm_mib: int | None = None
     shm_free_mib: int | None = None
+    memlock: dict | None = None  # {"limit_kib": KiB or None (unlimited), "ipc_lock": bool or None} (memlock.py)
     fabric: list[Fabric] = field(default_factory=list)  # each GPU's NVSwitch fabric (nvidia-smi -q)
     gpu_memory: list[GpuMemory] = field(default_factory=list)  # each GPU's remapped rows, retired pages (nvidia-smi -q)
     shell_env: dict[str, str] = field(default_factory=dict)
@@ -387,7 +388,7 @@ class NodeFacts:
             "ib_devices": [p.to_json() for p in self.ib_devices], "predicted_transport": self.predicted_transport,
             "transport_reason": self.transport_reason, "nccl_interface": self.nccl_interface,
             "gloo_interface": self.gloo_interface, "shm_mib": self.shm_mib,
-            "shm_free_mib": self.shm_free_mib,
+            "shm_free_mib": self.shm_free_mib, "memlock": self.memlock,
             **({"fabric": [{"gpu": f.gpu, "state": f.state, "status": f.status} for f in self.fabric]}
                if any(f.applies for f in self.fabric) else {}),
             **({"gpu_memory": [m.to_json() for m in self.gpu_memory]} if self.gpu_memory else {}),

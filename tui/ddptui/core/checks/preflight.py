@@ -22,7 +22,7 @@ from ..events import CheckResult
 from ..playbook.model import Playbook
 from ..transport.base import CommandResult, Transport
 from . import facts as F
-from . import gpu_memory, judge, nccl_conf
+from . import gpu_memory, judge, memlock, nccl_conf
 from .predict import gloo_interface, interface_of, nccl_interface, predicted_transport
 from .portcheck import port_check
 from .probe import parse_sections, probe_commands, probe_script
@@ -180,6 +180,7 @@ class Preflight:
             nf.shm_mib, nf.shm_free_mib = F.parse_shm(sec["shm"].output), F.parse_shm_free(sec["shm"].output)
         if (shm := judge.shm(n, nf, t.nproc)) is not None:
             self._check(CheckResult(n, "shm", *shm[:2], *ev("shm")))
+        nf.memlock = memlock.parse(sec["memlock"].output) if "memlock" in sec else None
         if is_master and "port" in sec:
             nf.port_listening = sec["port"].output.strip() or None
         if "ping-master" in sec:
@@ -304,6 +305,9 @@ class Preflight:
                 c, o = nf.evidence.get("software", ("", ""))
                 self._check(CheckResult(n, v.check, v.status, v.summary, c, o))
             self.result.findings += (judge.shm(n, nf, t.nproc) or ("", "", []))[2]
+            if (ml := memlock.judge(n, nf.memlock, nf.predicted_transport, backend, nf.evidence.get("memlock", ("", "")))):
+                self._check(CheckResult(n, "memlock", *ml[:2], *nf.evidence.get("memlock", ("", ""))))
+                self.result.findings += ml[2]
             multi = len(self.targets) > 1
             self.result.findings += judge.loopback(t.name, nf, backend, multi and t.transport.kind != "local")
             self.result.findings += judge.interfaces(t.name, nf, backend, multi)

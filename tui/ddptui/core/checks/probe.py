@@ -11,7 +11,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from . import nccl_conf
+from . import memlock, nccl_conf
 
 BEGIN, END = "@@ddptui:begin ", "@@ddptui:end "
 _END = re.compile(r"^@@ddptui:end (\S+) rc=(\d+)$")
@@ -59,6 +59,7 @@ def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_
                      'd=${p%/ports/*}; echo "${d##*/} ${p##*/} $(cat "$p/state") $(cat "$p/link_layer")"; done'),
         ("ibv_devinfo", "ibv_devinfo"),
         ("shm", "df -Pk /dev/shm"),
+        ("memlock", memlock.COMMAND),  # what RDMA may pin: the limit, and CAP_IPC_LOCK that lifts it
     ]
     if master_ip:
         cmds.append(("route", _ip(f"route get {shlex.quote(master_ip)}")))

@@ -214,6 +214,18 @@ _CAUSES = (
           suppresses=("remote-rank-died", "watchdog-timeout")),
     # NVIDIA's maintainers on NVIDIA/nccl#976, #1338, #1488, nccl-tests#276, pytorch#150852: "usually caused by
     # the Fabric Manager being stopped and restarted without an intervening GPU reset"
+    Cause("memlock-too-low", "error", "the locked-memory limit is too low for InfiniBand/RDMA",
+          "RDMA (NCCL's InfiniBand/RoCE transport, EFA, UCX, NVSHMEM) registers its buffers with the HCA, which "
+          "pins them, and the kernel counts pinned memory against the process's locked-memory limit (ulimit -l) "
+          "unless it has CAP_IPC_LOCK. Docker gives a container 64 KiB and drops that capability, systemd's "
+          "default is 8 MiB, and Slurm hands a job the limit of the shell that submitted it "
+          "(PropagateResourceLimits). The registration then fails ('ibv_reg_mr failed', 'Cannot allocate "
+          "memory'); libibverbs warns at 32 KiB or less ('RLIMIT_MEMLOCK is 65536 bytes').",
+          _manual("raise it where the job's processes get it: docker run --ulimit memlock=-1 (or --cap-add "
+                  "IPC_LOCK), a Kubernetes pod with the IPC_LOCK capability, '* - memlock unlimited' in "
+                  "/etc/security/limits.conf for SSH sessions, LimitMEMLOCK=infinity in slurmd's systemd unit and "
+                  "PropagateResourceLimitsExcept=MEMLOCK in slurm.conf (then restart slurmd)"),
+          suppresses=("remote-rank-died",)),
     Cause("gpudirect-rdma-missing", "error", "no GPUDirect RDMA: the nvidia_peermem module is not found",
           "NVSHMEM (DeepEP's internode kernels, and the MoE dispatchers of Megatron and SGLang built on them) moves "
           "GPU memory over InfiniBand or RoCE only with GPUDirect RDMA, which needs the nvidia_peermem kernel module "

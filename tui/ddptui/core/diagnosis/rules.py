@@ -308,6 +308,15 @@ RULES: tuple[Rule, ...] = (
     Rule("ib-async-fatal-event", (r"NET/IB : (\S+) async fatal event",), summary="fatal event on {0}"),
     Rule("ib-async-fatal-event", (r"NET/IB : Got async event : ([\w ]+)",), decide=C.decide_ib_event),
     Rule("gpu-count-short", (r"invalid device ordinal", r"no CUDA-capable device is detected")),
+    # RDMA under a low locked-memory limit, where the library says so: UCX 1.14+ adds the limit to an ENOMEM
+    # (". Please set" or " : Please set"; openucx/ucx#8229, where 64 KiB was the cause), libibverbs warns at
+    # load at 32 KiB or less for a non-root process. A job that needs no RDMA runs on with it (ucx#8746: a
+    # node without InfiniBand): the cause where the node failed, else a word. NCCL's own ENOMEM lines are not
+    # read so: other causes give them too (a GB10 kernel's memory setting, hunt 17)
+    Rule("memlock-too-low", (r"Please set max locked memory \(ulimit -l\) to 'unlimited' \(current: (\d+) kbytes\)",),
+         at_end=True, info_unless_failed=True, summary="UCX could not register memory: the locked-memory limit is {0} KiB"),
+    Rule("memlock-too-low", (r"RLIMIT_MEMLOCK is (\d+) bytes",), at_end=True, info_unless_failed=True,
+         summary="libibverbs: the locked-memory limit is {0} bytes, which severely limits memory registrations"),
     # NVSHMEM's IB transport without the GPUDirect RDMA module (deepseek-ai/DeepEP#223, `modprobe nvidia-peermem`
     # fixed it): the cause where the node failed; a job that needs no IB (one node) runs, and hears of it
     Rule("gpudirect-rdma-missing", (r"neither nv_peer_mem, or nvidia_peermem detected",), at_end=True,

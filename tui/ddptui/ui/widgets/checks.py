@@ -8,8 +8,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static, TabPane
 
-CHECK_COLUMNS = ("ping", "hostname", "interfaces", "route", "env", "ib", "shm", "gpus", "fabric", "python", "torch",
-                 "backend", "master-port", "master-reachable", "ping-master", "script", "slurm", "probe")
+CHECK_COLUMNS = ("ping", "hostname", "interfaces", "route", "env", "ib", "shm", "memlock", "gpus", "fabric", "python",
+                 "torch", "backend", "master-port", "master-reachable", "ping-master", "script", "slurm", "probe")
 CHECK_STYLE = {"pass": ("✓", "green"), "warn": ("!", "bold yellow"), "fail": ("✗", "bold red"),
                "skip": ("–", "dim"), "running": ("…", "yellow")}
 
