@@ -318,3 +318,14 @@ def test_a_low_locked_memory_limit_where_ucx_or_libibverbs_says_it() -> None:
     nccl = Engine()  # NCCL's ENOMEM alone: not read as the limit
     nccl.feed("n", ["h:1:2 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory"])
     assert "memlock-too-low" not in {x.id for x in nccl.finish()}
+
+
+def test_open_mpis_signal_handler_first_line_is_a_failure_sign_alone() -> None:
+    """Open MPI's handler prints `[host:pid] *** Process received signal ***`, then the signal (corpus
+    of NVIDIA/nccl#1611); a paste cut after the first line (hunt 17: NVIDIA/nccl#1669, NCCL 2.26.2's RAS
+    service crashing a process at init) still says the node failed: never a failed job without a word."""
+    e = Engine()
+    e.feed("n", ["rtptest1621:405884:407462 [0] NCCL INFO RAS client listening socket at ::1<28028>",
+                 "[rtptest1621:405884] *** Process received signal ***"])
+    (f,) = e.finish()
+    assert f.id == "unrecognized-failure" and "Process received signal" in f.summary

@@ -75,7 +75,7 @@ FAILURE_SIGNS: tuple[Sign, ...] = (
     Sign("exit", r"(?:Segmentation fault|Aborted \(core dumped\)|Bus error)"),
     # Open MPI's handler of a fatal signal (mpirun, nccl-tests): `[host:pid] *** Process received
     # signal ***`, then `[host:pid] Signal: Aborted (6)` (NVIDIA/nccl#1611: glibc's heap check aborted)
-    Sign("exit", r"\] Signal: [A-Z][A-Za-z ]* \(\d+\)"),
+    Sign("exit", r"\] Signal: [A-Z][A-Za-z ]* \(\d+\)|\] \*\*\* Process received signal \*\*\*"),
     # ProcessGroupNCCL's watchdog tearing the process down after a failed or timed-out collective; it
     # says neither which nor why (karpathy/nanoGPT#55: the job's NCCL took an unusable IB path)
     Sign("exit", r"Some NCCL operations have failed or timed out\."),
