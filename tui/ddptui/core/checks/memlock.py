@@ -39,7 +39,7 @@ def parse(text: str) -> dict | None:
     return {"limit_kib": None if words[0] == "unlimited" else int(words[0]), "ipc_lock": ipc_lock}
 
 
-def words(kib: int | None) -> str:
+def in_words(kib: int | None) -> str:
     if kib is None:
         return "unlimited"
     return f"{kib // 1024} MiB" if kib >= 1024 and kib % 1024 == 0 else f"{kib} KiB"
@@ -53,12 +53,12 @@ def judge(node: str, memlock: dict | None, transport: str | None, backend: str |
     if memlock is None:
         return None
     kib, ipc_lock = memlock["limit_kib"], memlock["ipc_lock"]
-    said = f"locked memory {words(kib)}" + (" (CAP_IPC_LOCK: not counted)" if ipc_lock and kib is not None else "")
+    said = f"locked memory {in_words(kib)}" + (" (CAP_IPC_LOCK: not counted)" if ipc_lock and kib is not None else "")
     low = kib is not None and kib < MIN_KIB and not ipc_lock
     if not low or backend != "nccl" or transport != "IB":
         return "pass", said, []
     cmd, out = evidence
-    f = finding("memlock-too-low", [node], f"{node}: the locked-memory limit is {words(kib)}, and NCCL will use "
+    f = finding("memlock-too-low", [node], f"{node}: the locked-memory limit is {in_words(kib)}, and NCCL will use "
                 f"InfiniBand/RoCE", [Evidence(node, 0, f"ulimit -l: {kib}" + ("" if ipc_lock is None else
                                                                              ", no CAP_IPC_LOCK"), cmd)],
                 severity="warning")

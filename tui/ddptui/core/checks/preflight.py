@@ -29,7 +29,6 @@ from .probe import parse_sections, probe_commands, probe_script
 from .software import PROBE, judge_software, parse_probe, probe_view
 
 
-
 @dataclass
 class NodeTarget:
     name: str
