@@ -329,3 +329,15 @@ def test_open_mpis_signal_handler_first_line_is_a_failure_sign_alone() -> None:
                  "[rtptest1621:405884] *** Process received signal ***"])
     (f,) = e.finish()
     assert f.id == "unrecognized-failure" and "Process received signal" in f.summary
+
+
+def test_error_802_names_the_nvls_way_out_where_only_nccls_call_fails() -> None:
+    """Error 802 is the Fabric Manager's (corpus 159, 171: CUDA's first call); on a GB200 whose CUDA ran
+    and whose first all_reduce failed so in NCCL (NVIDIA/nccl#1769, verbatim below), the reporter's job
+    ran with NCCL_NVLS_ENABLE=0: the fix says that too, as the way to run while the fabric is mended."""
+    e = Engine()
+    e.feed("n", ["[rank2]: ncclUnhandledCudaError: Call to CUDA function failed.", "[rank2]: Last error:",
+                 "[rank2]: Cuda failure 802 'system not yet initialized'"])
+    (f,) = e.finish()
+    assert f.id == "fabric-manager-down" and "nvidia-fabricmanager" in f.fix.explain
+    assert any("NCCL_NVLS_ENABLE=0" in a and "nccl#1769" in a for a in f.fix.alternatives)

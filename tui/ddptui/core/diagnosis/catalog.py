@@ -37,8 +37,8 @@ class Default:
 DEFAULT = Default()  # "the catalog's fix", as opposed to None ("no fix")
 
 
-def _manual(explain: str) -> Fix:
-    return Fix(scope="manual", explain=explain)
+def _manual(explain: str, *alternatives: str) -> Fix:
+    return Fix(scope="manual", explain=explain, alternatives=alternatives)
 
 
 def _env(env: dict[str, str], explain: str, *alternatives: str) -> Fix:
@@ -196,7 +196,11 @@ _CAUSES = (
           "wait for its ranks.",
           _manual("on that node, install nvidia-fabricmanager of exactly the driver's version (nvidia-smi's Driver "
                   "Version) and start it: systemctl enable --now nvidia-fabricmanager; nvidia-smi -q then shows "
-                  "the Fabric State as Completed")),
+                  "the Fabric State as Completed",
+                  "where CUDA itself runs and only NCCL's call fails with 802 at the first collective (a GB200 node, "
+                  "NVIDIA/nccl#1769: \"runs without any errors when i set NCCL_NVLS_ENABLE=0\"), the NVLink fabric "
+                  "is not ready for NCCL's NVLS multicast: NCCL_NVLS_ENABLE=0 runs the job without it, while the "
+                  "fabric (IMEX, the NVLink switches) is put in order")),
     # CUDA's cudaErrorECCUncorrectable (214), the driver's Xids and the GPU's remapped rows (NVIDIA's GPU Memory
     # Error Management and Xid guides); corpus 326-332, tests/data/corpus/nvidia-smi/11-12
     Cause("gpu-hardware-fault", "error", "a GPU of this node is failing (memory errors, lost, or not answering)",
