@@ -224,7 +224,7 @@ _CAUSES = (
           "unless it has CAP_IPC_LOCK. Docker gives a container 64 KiB and drops that capability, systemd's "
           "default is 8 MiB, and Slurm hands a job the limit of the shell that submitted it "
           "(PropagateResourceLimits). The registration then fails ('ibv_reg_mr failed', 'Cannot allocate "
-          "memory'); libibverbs warns at 32 KiB or less ('RLIMIT_MEMLOCK is 65536 bytes').",
+          "memory'); libibverbs warns at 32 KiB or less ('RLIMIT_MEMLOCK is 32768 bytes').",
           _manual("raise it where the job's processes get it: docker run --ulimit memlock=-1 (or --cap-add "
                   "IPC_LOCK), a Kubernetes pod with the IPC_LOCK capability, '* - memlock unlimited' in "
                   "/etc/security/limits.conf for SSH sessions, LimitMEMLOCK=infinity in slurmd's systemd unit and "
@@ -236,7 +236,8 @@ _CAUSES = (
           "(nv_peer_mem with old MLNX_OFED). Without it NVSHMEM skips its IB transport and its init fails on every "
           "node ('Peer GPU N is not accessible', 'building transport map failed'); the peers see the broken "
           "sockets. Some NVSHMEM builds look for the module where newer drivers do not put it, and miss one that "
-          "is loaded (deepseek-ai/DeepEP#151). NCCL runs without the module, through host memory (slower).",
+          "is loaded (deepseek-ai/DeepEP#151). NCCL runs without the module (through host memory, slower, or "
+          "DMA-BUF where the kernel and the driver offer it).",
           _manual("load the module on every node: sudo modprobe nvidia-peermem, and list it in "
                   "/etc/modules-load.d/ for the next boot (lsmod | grep peermem shows it); where it is loaded "
                   "already, the job's NVSHMEM does not find it: a newer NVSHMEM (deepseek-ai/DeepEP#151)"),
