@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ddptui.core.checks import facts as F
-from ddptui.core.checks.predict import gloo_interface, matches, nccl_interface, predicted_transport
+from ddptui.core.checks.predict import decided_by, gloo_interface, matches, nccl_interface, predicted_transport
 from tests.conftest import DATA
 
 SMI = DATA / "corpus" / "nvidia-smi"
@@ -116,6 +116,8 @@ def test_predicted_transport():
     assert predicted_transport(active, {"NCCL_NET": "Socket"})[0] == "Socket"
     assert predicted_transport(down, {}) == ("Socket", "no InfiniBand/RoCE port is ACTIVE")
     assert predicted_transport([], {}) == ("Socket", "no InfiniBand/RoCE device")
+    assert [decided_by(predicted_transport(active, env)[1]) for env in ({}, {"NCCL_IB_DISABLE": "1"}, {"NCCL_IB_HCA": "mlx5_1"})] == [
+        None, "NCCL_IB_DISABLE", "NCCL_IB_HCA"]
     roce = [F.IBPort("mlx5_0", 1, "ACTIVE", "Ethernet")]
     assert "RoCE" in predicted_transport(roce, {})[1]
 
@@ -325,12 +327,16 @@ def test_the_locked_memory_limit_and_cap_ipc_lock_read_and_judged():
     assert low == {"limit_kib": 64, "ipc_lock": False} and root == {"limit_kib": 8192, "ipc_lock": True}
     assert memlock.parse("unlimited\n") == {"limit_kib": None, "ipc_lock": None}
     assert memlock.parse("sh: ulimit: bad option\n") is None and memlock.parse("") is None
-    ev = ("ulimit -l; grep '^CapEff:' /proc/self/status", "64\nCapEff:\t000001fffeffbfff")
-    status, summary, (f,) = memlock.judge("n1", low, "IB", "nccl", ev)
+    ev = {"memlock": ("ulimit -l; grep '^CapEff:' /proc/self/status", "64\nCapEff:\t000001fffeffbfff")}
+
+    def judge(limit, transport, backend):
+        return memlock.judge("n1", F.NodeFacts(memlock=limit, predicted_transport=transport, evidence=ev), backend)
+
+    status, summary, (f,) = judge(low, "IB", "nccl")
     assert (status, summary, f.id, f.severity) == ("warn", "locked memory 64 KiB: NET/IB pins more", "memlock-too-low", "warning")
     assert f.evidence[0].text == "ulimit -l: 64, no CAP_IPC_LOCK"
-    assert memlock.judge("n1", low, "Socket", "nccl", ev) == ("pass", "locked memory 64 KiB", [])  # nothing to pin
-    assert memlock.judge("n1", low, "IB", "gloo", ev)[2] == []
-    assert memlock.judge("n1", root, "IB", "nccl", ev) == ("pass", "locked memory 8 MiB (CAP_IPC_LOCK: not counted)", [])
-    assert memlock.judge("n1", {"limit_kib": 2 << 20, "ipc_lock": False}, "IB", "nccl", ev)[0] == "pass"  # a site's choice
-    assert memlock.judge("n1", None, "IB", "nccl", ev) is None
+    assert judge(low, "Socket", "nccl") == ("pass", "locked memory 64 KiB", [])  # nothing to pin
+    assert judge(low, "IB", "gloo")[2] == []
+    assert judge(root, "IB", "nccl") == ("pass", "locked memory 8 MiB (CAP_IPC_LOCK: not counted)", [])
+    assert judge({"limit_kib": 2 << 20, "ipc_lock": False}, "IB", "nccl")[0] == "pass"  # a site's choice
+    assert judge(None, "IB", "nccl") is None

@@ -7,6 +7,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 
+from ..diagnosis.classify import address_kind
 from .gpu_memory import GpuMemory, q_blocks
 
 @dataclass(frozen=True)
@@ -21,9 +22,10 @@ class Interface:
 
     @property
     def link_local(self) -> bool:
-        """Every IPv4 address it has is 169.254.x.x, which only its own link reaches (a BMC's usb0)."""
+        """Every IPv4 address it has is 169.254.x.x, which only its own link reaches (a BMC's usb0): what
+        the diagnosis calls such an address (classify.address_kind), said of an interface."""
         v4 = self.ipv4()
-        return bool(v4) and all(ipaddress.ip_address(a).is_link_local for a in v4)
+        return bool(v4) and all(address_kind(a) == "link-local" for a in v4)
 
     def to_json(self) -> dict:
         return {"name": self.name, "addresses": list(self.addresses), "up": self.up, "kind": self.kind}

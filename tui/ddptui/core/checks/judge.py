@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..diagnosis.catalog import CATALOG, finding
+from ..diagnosis.catalog import CATALOG, SHM_LEFTOVERS, SHM_MORE, finding
 from ..diagnosis.model import Evidence, Finding, Fix
 from . import facts as F, nccl_conf
 
@@ -126,14 +126,11 @@ def shm(node: str, nf: F.NodeFacts, nproc: int) -> tuple[str, str, list[Finding]
     ev = [Evidence(node, 0, out.strip().splitlines()[-1] if out.strip() else "", cmd)]
     if size < SHM_MIN_MIB:
         return "warn", said, [finding("shm-too-small", [node], f"{node}: /dev/shm is {size} MiB", ev, severity="warning",
-                                      fix=Fix(scope="manual", explain="give the container more shared memory (docker "
-                                              "--shm-size=8g, or a memory-backed emptyDir on Kubernetes)"))]
+                                      fix=Fix(scope="manual", explain=SHM_MORE))]
     if free is not None and free < SHM_MIN_MIB:
         return "warn", said, [finding(
             "shm-too-small", [node], f"{node}: /dev/shm has {free} MiB free of {size} MiB", ev, severity="warning",
-            fix=Fix(scope="manual", explain="free /dev/shm on the node: a job that crashed leaves its segments there "
-                    "(`ls -la /dev/shm`: NCCL's nccl-*, psm_*, torch_*); remove those of jobs no longer running, or "
-                    "restart the container"))]
+            fix=Fix(scope="manual", explain=SHM_LEFTOVERS))]
     return "pass", said, []
 
 

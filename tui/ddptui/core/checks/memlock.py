@@ -14,8 +14,13 @@ there; the judge warns only where NCCL will use NET/IB (a socket job pins nothin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..diagnosis.catalog import finding
 from ..diagnosis.model import Evidence, Finding
+
+if TYPE_CHECKING:
+    from .facts import NodeFacts
 
 COMMAND = "ulimit -l; grep '^CapEff:' /proc/self/status"
 CAP_IPC_LOCK = 14  # linux/capability.h
@@ -45,19 +50,18 @@ def in_words(kib: int | None) -> str:
     return f"{kib // 1024} MiB" if kib >= 1024 and kib % 1024 == 0 else f"{kib} KiB"
 
 
-def judge(node: str, memlock: dict | None, transport: str | None, backend: str | None,
-          evidence: tuple[str, str]) -> tuple[str, str, list[Finding]] | None:
-    """(check status, summary, findings) of the node's locked-memory limit, or None where it was not
-    read. A warning where NCCL will use NET/IB and the limit is finite, under MIN_KIB, and the
-    processes lack CAP_IPC_LOCK: RDMA registration then fails or is cut short."""
-    if memlock is None:
+def judge(node: str, nf: NodeFacts, backend: str | None) -> tuple[str, str, list[Finding]] | None:
+    """(check status, summary, findings) of the node's locked-memory limit (`nf.memlock`), or None
+    where it was not read. A warning where NCCL will use NET/IB and the limit is finite, under
+    MIN_KIB, and the processes lack CAP_IPC_LOCK: RDMA registration then fails or is cut short."""
+    if nf.memlock is None:
         return None
-    kib, ipc_lock = memlock["limit_kib"], memlock["ipc_lock"]
+    kib, ipc_lock = nf.memlock["limit_kib"], nf.memlock["ipc_lock"]
     said = f"locked memory {in_words(kib)}" + (" (CAP_IPC_LOCK: not counted)" if ipc_lock and kib is not None else "")
     low = kib is not None and kib < MIN_KIB and not ipc_lock
-    if not low or backend != "nccl" or transport != "IB":
+    if not low or backend != "nccl" or nf.predicted_transport != "IB":
         return "pass", said, []
-    cmd, out = evidence
+    cmd, _ = nf.evidence.get("memlock", ("", ""))
     f = finding("memlock-too-low", [node], f"{node}: the locked-memory limit is {in_words(kib)}, and NCCL will use "
                 f"InfiniBand/RoCE", [Evidence(node, 0, f"ulimit -l: {kib}" + ("" if ipc_lock is None else
                                                                              ", no CAP_IPC_LOCK"), cmd)],

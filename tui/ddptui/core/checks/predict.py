@@ -74,6 +74,13 @@ def gloo_interface(interfaces: list[Interface], env: dict[str, str], resolves_to
     return interface_of(interfaces, addr), f"the hostname resolves to {addr}"
 
 
+def decided_by(reason: str) -> str | None:
+    """The variable that made the choice a reason here explains: every such reason starts `NAME=value`
+    (`NCCL_IB_DISABLE=1`, `NCCL_IB_HCA=mlx5_1 matches no active port`); None where the machine did."""
+    name, sep, _ = reason.partition("=")
+    return name if sep and name.isidentifier() and name.isupper() else None
+
+
 def predicted_transport(ports: list[IBPort], env: dict[str, str]) -> tuple[str, str]:
     if env.get("NCCL_IB_DISABLE", "").lower() in TRUE:
         return "Socket", f"NCCL_IB_DISABLE={env['NCCL_IB_DISABLE']}"

@@ -23,7 +23,7 @@ from ..playbook.model import Playbook
 from ..transport.base import CommandResult, Transport
 from . import facts as F
 from . import gpu_memory, judge, memlock, nccl_conf
-from .predict import gloo_interface, interface_of, nccl_interface, predicted_transport
+from .predict import decided_by, gloo_interface, interface_of, nccl_interface, predicted_transport
 from .portcheck import port_check
 from .probe import parse_sections, probe_commands, probe_script
 from .software import PROBE, judge_software, parse_probe, probe_view
@@ -169,7 +169,8 @@ class Preflight:
             ib_ev = ev("ibv_devinfo")
         nf.ib_devices = ports
         nf.predicted_transport, nf.transport_reason = predicted_transport(ports, nf.env)
-        nf.transport_reason += judge.set_in(nf, nf.transport_reason.partition("=")[0], t.env)
+        if var := decided_by(nf.transport_reason):  # set in one of NCCL's own files: the reason says which
+            nf.transport_reason += judge.set_in(nf, var, t.env)
         self._check(CheckResult(n, "ib", "pass",
                              (", ".join(f"{p.name}:{p.port} {p.state} {p.link_layer}" for p in ports) or "no IB/RoCE device")
                              + f" → NET/{nf.predicted_transport} ({nf.transport_reason})", *ib_ev))
@@ -177,8 +178,6 @@ class Preflight:
         nf.gloo_interface, why_gloo = gloo_interface(nf.interfaces, nf.env, nf.hostname_resolves_to)
         if "shm" in sec:
             nf.shm_mib, nf.shm_free_mib = F.parse_shm(sec["shm"].output), F.parse_shm_free(sec["shm"].output)
-        if (shm := judge.shm(n, nf, t.nproc)) is not None:
-            self._check(CheckResult(n, "shm", *shm[:2], *ev("shm")))
         nf.memlock = memlock.parse(sec["memlock"].output) if "memlock" in sec else None
         if is_master and "port" in sec:
             nf.port_listening = sec["port"].output.strip() or None
@@ -303,10 +302,11 @@ class Preflight:
                     continue  # already said by the gpus check
                 c, o = nf.evidence.get("software", ("", ""))
                 self._check(CheckResult(n, v.check, v.status, v.summary, c, o))
-            self.result.findings += (judge.shm(n, nf, t.nproc) or ("", "", []))[2]
-            if (ml := memlock.judge(n, nf.memlock, nf.predicted_transport, backend, nf.evidence.get("memlock", ("", "")))):
-                self._check(CheckResult(n, "memlock", *ml[:2], *nf.evidence.get("memlock", ("", ""))))
-                self.result.findings += ml[2]
+            # /dev/shm and the locked-memory limit: a row and its findings from one verdict each
+            for check, verdict in (("shm", judge.shm(n, nf, t.nproc)), ("memlock", memlock.judge(n, nf, backend))):
+                if verdict is not None:
+                    self._check(CheckResult(n, check, *verdict[:2], *nf.evidence.get(check, ("", ""))))
+                    self.result.findings += verdict[2]
             multi = len(self.targets) > 1
             self.result.findings += judge.loopback(t.name, nf, backend, multi and t.transport.kind != "local")
             self.result.findings += judge.interfaces(t.name, nf, backend, multi)

@@ -45,6 +45,11 @@ def _env(env: dict[str, str], explain: str, *alternatives: str) -> Fix:
     return Fix(env=env, scope="all-nodes", explain=explain, alternatives=alternatives)
 
 
+# shm-too-small's two ways out, in the words the log's finding and the check's both use
+SHM_MORE = "give the container more shared memory (docker --shm-size=8g, a memory-backed emptyDir on Kubernetes)"
+SHM_LEFTOVERS = ("where jobs that crashed filled it, remove their segments (`ls -la /dev/shm` on the node: nccl-*, "
+                 "psm_* of jobs no longer running), or empty it before each start (llm-d/llm-d#364)")
+
 _CAUSES = (
     # ---- transports, versions, plugins ------------------------------------------------------------
     Cause("ib-socket-mismatch", "error", "NET/IB on some nodes, NET/Socket on others",
@@ -266,10 +271,8 @@ _CAUSES = (
           "/dev/shm is too small for NCCL's shared-memory buffers and DataLoader workers (Docker's default is "
           "64 MiB), or full: the segments of a job that crashed stay there (NCCL's nccl-*, psm_*) until someone "
           "removes them. They fail with 'No space left on device' or a bus error.",
-          _env({"NCCL_SHM_DISABLE": "1"}, "give the container more shared memory (docker --shm-size=8g, a "
-               "memory-backed emptyDir on Kubernetes); NCCL_SHM_DISABLE=1 avoids it at a cost in speed",
-               "where jobs that crashed filled it, remove their segments (`ls -la /dev/shm` on the node: nccl-*, "
-               "psm_* of jobs no longer running), or empty it before each start (llm-d/llm-d#364)")),
+          _env({"NCCL_SHM_DISABLE": "1"}, SHM_MORE + "; NCCL_SHM_DISABLE=1 avoids it at a cost in speed",
+               SHM_LEFTOVERS)),
     # ---- collectives and crashes ---------------------------------------------------------------------
     Cause("watchdog-timeout", "error", "a collective timed out",
           "A collective did not finish within the process group timeout on every rank: a rank is stuck, dead, or "
