@@ -66,8 +66,11 @@ def test_rules_carry_their_own_words_only_where_a_variant_needs_them() -> None:
     # ib-not-detected's NCCL_NET variant: NCCL has no network left, so the job fails (an error, not the
     # fallback to sockets the cause's warning is about), and unsetting NCCL_NET is the first fix
     # collective-desync's desync report: it names the rank that fell behind, and what to look at is that rank
+    # gpudirect-rdma-missing as NCCL says it: a job copying through host memory is slower, never failed
+    # (the cause's error is NVSHMEM's, which cannot start without it)
     assert own == {("wrong-interface", None, True), ("hostname-resolution", "warning", True),
-                   ("ib-not-detected", "error", True), ("collective-desync", None, True)}
+                   ("ib-not-detected", "error", True), ("collective-desync", None, True),
+                   ("gpudirect-rdma-missing", "info", False)}
 
 
 # ---- finding() --------------------------------------------------------------------------------------

@@ -341,3 +341,31 @@ def test_error_802_names_the_nvls_way_out_where_only_nccls_call_fails() -> None:
     (f,) = e.finish()
     assert f.id == "fabric-manager-down" and "nvidia-fabricmanager" in f.fix.explain
     assert any("NCCL_NVLS_ENABLE=0" in a and "nccl#1769" in a for a in f.fix.alternatives)
+
+
+def test_nccl_without_gpudirect_rdma_is_a_word_and_nvshmem_failing_for_it_the_cause() -> None:
+    """NCCL's InfiniBand transport without GPUDirect RDMA runs, copying through host memory: its line
+    (2.14's, NVIDIA/nccl#899, corpus 92; 2.19+ without "(no module)", NVIDIA/nccl#1939) is information.
+    NET/Socket says it of every NIC (corpus 263): no word. Where NVSHMEM then fails for want of it
+    (deepseek-ai/DeepEP#223, corpus 336's lines), the same finding becomes the error, in NVSHMEM's words."""
+    old = "6a5a91752e39:74352:74370 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)"
+    new = "INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"  # nccl#1939's paste, as it was
+    for line in (old, new):
+        e = Engine()
+        e.feed("n", [line])
+        (f,) = e.finish()
+        assert (f.id, f.severity) == ("gpudirect-rdma-missing", "info")
+        assert f.summary == "n: NCCL has no GPUDirect RDMA to mlx5_0: its InfiniBand/RoCE traffic is copied through host memory"
+    sock = Engine()
+    sock.feed("n", ["gke-hypercomputer-a3-a3-h100-dws-pool-16664d9c-hv7m:1596:2150 [0] NCCL INFO NET/Socket : GPU Direct "
+                    "RDMA Disabled for HCA 0 'eth0'"])
+    assert sock.finish() == []
+    both = Engine()
+    both.feed("n", [old, "/sgl-workspace/nvshmem/src/modules/transport/ibrc/ibrc.cpp:nvshmemt_init:1851: neither "
+                         "nv_peer_mem, or nvidia_peermem detected. Skipping transport.",
+                    "/sgl-workspace/nvshmem/src/host/init/init.cu:998: non-zero status: 3 building transport map failed"])
+    both.node_exited("n", 1)
+    (g,) = both.finish()
+    assert (g.id, g.severity, g.state) == ("gpudirect-rdma-missing", "error", "active")
+    assert g.summary == "n: NVSHMEM finds no nvidia_peermem module and skips its InfiniBand transport"
+    assert [ev.text.split(" ")[-1] for ev in g.evidence][:1] == ["module)"] and len(g.evidence) == 2

@@ -140,12 +140,13 @@ def test_cross_node_ib_log_beside_a_socket_log() -> None:
     raised = []
     e = Engine(on_change=lambda f: raised.append((f.id, f.state)))
     e.feed("node02", ib)
-    assert raised == []
+    gdr = ("gpudirect-rdma-missing", "active")  # its own word: "GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)"
+    assert raised == [gdr]
     first_socket = next(i for i, l in enumerate(sock) if "NET/Socket : Using" in l)
     e.feed("node03", sock[: first_socket])
-    assert raised == []
+    assert raised == [gdr]
     e.feed("node03", sock[first_socket: first_socket + 1], first_line=first_socket + 1)
-    assert raised == [("ib-socket-mismatch", "active")]
+    assert raised == [gdr, ("ib-socket-mismatch", "active")]
     (f,) = [x for x in e.findings if x.id == "ib-socket-mismatch"]
     assert sorted(f.nodes) == ["node02", "node03"]
     assert {ev.node for ev in f.evidence} == {"node02", "node03"}

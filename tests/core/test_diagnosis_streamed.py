@@ -173,6 +173,8 @@ def test_the_cross_rules_look_again_only_when_a_fact_or_a_finding_moved(monkeypa
     e = Engine(on_change=raised.append)
     e.feed("node02", ib)
     e.feed("node03", sock[:cut])
+    assert [(f.id, f.severity) for f in raised] == [("gpudirect-rdma-missing", "info")]  # node0 of 92: "(no module)"
+    raised.clear()
     before = len(looks)
     for i in range(200):  # a training loop's lines, a batch each, on both nodes
         e.feed("node02" if i % 2 else "node03", [f"[default0]:epoch 1 step {i} loss=0.{i:03d}"])

@@ -236,16 +236,20 @@ _CAUSES = (
                   "PropagateResourceLimitsExcept=MEMLOCK in slurm.conf (then restart slurmd)"),
           suppresses=("remote-rank-died",)),
     Cause("gpudirect-rdma-missing", "error", "no GPUDirect RDMA: the nvidia_peermem module is not found",
-          "NVSHMEM (DeepEP's internode kernels, and the MoE dispatchers of Megatron and SGLang built on them) moves "
-          "GPU memory over InfiniBand or RoCE only with GPUDirect RDMA, which needs the nvidia_peermem kernel module "
-          "(nv_peer_mem with old MLNX_OFED). Without it NVSHMEM skips its IB transport and its init fails on every "
-          "node ('Peer GPU N is not accessible', 'building transport map failed'); the peers see the broken "
-          "sockets. Some NVSHMEM builds look for the module where newer drivers do not put it, and miss one that "
-          "is loaded (deepseek-ai/DeepEP#151). NCCL runs without the module (through host memory, slower, or "
-          "DMA-BUF where the kernel and the driver offer it).",
+          "GPUDirect RDMA lets the InfiniBand/RoCE NIC read and write GPU memory itself; the kernel allows it through "
+          "the nvidia_peermem module (nv_peer_mem with old MLNX_OFED), or through DMA-BUF where the GPU driver's "
+          "kernel modules are the open ones and Linux is 5.12 or later. NCCL runs without it, copying every byte "
+          "through host memory, at a fraction of the fabric's bandwidth (8 against 20 GB/s in "
+          "aikitoria/open-gpu-kernel-modules#20). NVSHMEM (DeepEP's internode kernels, and the MoE dispatchers of "
+          "Megatron and SGLang built on them) does not: it skips its IB transport and its init fails on every node "
+          "('Peer GPU N is not accessible', 'building transport map failed'); the peers see the broken sockets. "
+          "Some NVSHMEM builds look for the module where newer drivers do not put it, and miss one that is loaded "
+          "(deepseek-ai/DeepEP#151).",
           _manual("load the module on every node: sudo modprobe nvidia-peermem, and list it in "
-                  "/etc/modules-load.d/ for the next boot (lsmod | grep peermem shows it); where it is loaded "
-                  "already, the job's NVSHMEM does not find it: a newer NVSHMEM (deepseek-ai/DeepEP#151)"),
+                  "/etc/modules-load.d/ for the next boot (lsmod | grep peermem shows it); or, for NCCL, the "
+                  "driver's open kernel modules (NVIDIA's default since R560) on Linux 5.12+, where DMA-BUF needs "
+                  "no module; where the module is loaded already, the job's NVSHMEM does not find it: a newer "
+                  "NVSHMEM (deepseek-ai/DeepEP#151)"),
           suppresses=("remote-rank-died",)),  # the node whose NVSHMEM failed left; its peers' sockets broke
     Cause("nvls-setup-failed", "error", "NVLink SHARP (NVLS) setup failed on an NVSwitch node",
           "NCCL could not set up NVLink SHARP (NVLS), the NVSwitch multicast it uses for collectives inside an "
