@@ -38,7 +38,8 @@ def cluster():
         NodeOpts("loopy", loopback_hostname=True),  # its own name on 127.0.1.1
         NodeOpts("gpua", extra_path=GPU),  # test double: 2 GPUs, no IB
         NodeOpts("gpub", extra_path=GPU),
-        NodeOpts("iba", extra_path=GPU_IB),  # test doubles: 2 GPUs and an ACTIVE IB port
+        # test doubles: 2 GPUs and an ACTIVE IB port; the driver's banner and nvidia_peermem (GPUDirect RDMA)
+        NodeOpts("iba", extra_path=GPU_IB, nvidia_version=DOUBLES / "nvidia-version" / "proprietary-470", peermem=True),
         NodeOpts("ibb", extra_path=GPU_IB, setenv={"NCCL_IB_DISABLE": "1"}),  # ...but its shell disables IB
         NodeOpts("dummyib", extra_path=GPU, dummy_ifaces=(("ib0", "192.168.77.2/24"),)),  # NCCL would pick ib0
         NodeOpts("nvsw", extra_path=GPU_FABRIC_DOWN),  # test doubles: 2 GPUs, an NVSwitch fabric not set up
@@ -50,6 +51,10 @@ def cluster():
         NodeOpts("bmc", extra_path=GPU, dummy_ifaces=(("usb0", "169.254.3.1/16"),)),
         # an ACTIVE IB port (doubles), and Docker's locked-memory limit: 64 KiB, no CAP_IPC_LOCK
         NodeOpts("lowlock", extra_path=GPU_IB, memlock_kib=64),
+        # an ACTIVE IB port (doubles) and no GPUDirect RDMA: the proprietary modules, no nvidia_peermem
+        NodeOpts("nogdr", extra_path=GPU_IB, nvidia_version=DOUBLES / "nvidia-version" / "proprietary-470"),
+        # ...and the open modules, with which NCCL may use DMA-BUF on this kernel (5.12+)
+        NodeOpts("dmabuf", extra_path=GPU_IB, nvidia_version=DOUBLES / "nvidia-version" / "open-565"),
     ]
     cl = up(specs)
     cl.drop_port("dead", 22)

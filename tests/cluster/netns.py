@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -61,6 +62,10 @@ class NodeOpts:
     dummy_ifaces: tuple = ()  # (name, cidr) extra interfaces that lead nowhere, e.g. ("ib0", "192.168.77.2/24")
     shm_size: str | None = None  # a /dev/shm of its own, a tmpfs of that size (a container's), e.g. "1100m"
     memlock_kib: int | None = None  # the locked-memory limit its sessions get, without CAP_IPC_LOCK (Docker's: 64)
+    # the GPU driver's banner its /proc/driver/nvidia/version shows (a file of doubles/nvidia-version), and
+    # whether its /sys/module has nvidia_peermem: GPUDirect RDMA's kernel side, in a mount namespace of its own
+    nvidia_version: Path | None = None
+    peermem: bool = False
 
 
 @dataclass
@@ -301,13 +306,22 @@ def _start_sshd(cl: Cluster, n: Node) -> None:
     # ip netns exec, unshare (no --fork) and sh's exec all exec in place: the PID is sshd's.
     # A node with its own /dev/shm: sshd, and every session it starts, in a mount namespace of its own
     # (`nsenter -t SSHD_PID -m` reaches it, as a job on the node would)
-    own = ["--mount", "--propagation", "private"] if n.opts.shm_size else []
-    shm = f"mount -t tmpfs -o size={n.opts.shm_size} shm /dev/shm && " if n.opts.shm_size else ""
+    o = n.opts
+    own = ["--mount", "--propagation", "private"] if o.shm_size or o.nvidia_version or o.peermem else []
+    setup = f"mount -t tmpfs -o size={o.shm_size} shm /dev/shm && " if o.shm_size else ""
+    # /proc/driver and /sys/module are the kernel's: a tmpfs over each, in this mount namespace only, holds
+    # what a GPU node's would (Docker masks /proc paths the same way)
+    if o.nvidia_version:
+        setup += ("mount -t tmpfs nvidia /proc/driver && mkdir /proc/driver/nvidia && "
+                  f"cp {shlex.quote(str(o.nvidia_version))} /proc/driver/nvidia/version && ")
+    if o.peermem:
+        setup += ("mount -t tmpfs modules /sys/module && mkdir /sys/module/nvidia_peermem && "
+                  "echo 470.103.01 > /sys/module/nvidia_peermem/version && ")
     # A node whose sessions get a low locked-memory limit and no CAP_IPC_LOCK, as Docker gives a container
     lock = (f"ulimit -l {int(n.opts.memlock_kib)} && exec setpriv --bounding-set -ipc_lock "
             if n.opts.memlock_kib is not None else "exec ")
     p = subprocess.Popen(["ip", "netns", "exec", n.ns, "unshare", "--uts", *own, "--", "sh", "-c",
-                          f"{shm}hostname {n.name} && {lock}/usr/sbin/sshd -D -e -f {cfg}"],
+                          f"{setup}hostname {n.name} && {lock}/usr/sbin/sshd -D -e -f {cfg}"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=open(cl.root / n.name / "sshd.log", "w"), start_new_session=True)
     n.sshd_pid = p.pid

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -226,6 +227,41 @@ def test_a_locked_memory_limit_that_rdma_cannot_live_with_is_said_where_nccl_wil
     assert "memlock-too-low" not in ids(rep)
     memlock = next(c for n in rep["nodes"] if n["name"] == "lowlock" for c in n["checks"] if c["id"] == "memlock")
     assert (memlock["status"], memlock["summary"]) == ("pass", "locked memory 64 KiB")
+
+
+def test_gpudirect_rdma_missing_where_nccl_will_use_ib(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                      runs_dir: Path) -> None:
+    """NCCL hands GPU memory to the HCA only through the peer-memory module or DMA-BUF; without
+    either it copies through host memory. iba has nvidia_peermem (/sys/module, where NCCL looks);
+    nogdr has the proprietary modules of aws-parallelcluster#4127's banner and no module: a warning;
+    dmabuf the open modules of nixGL#186's, on this kernel. lowlock's banner is not there: nothing
+    is concluded. A socket job on nogdr: said, not warned."""
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["iba", "nogdr", "dmabuf", "lowlock"], port=29567,
+                                                   backend="nccl"), runs_dir)
+    new_kernel = tuple(int(x) for x in os.uname().release.split(".")[:2]) >= (5, 12)
+    gdr = [f for f in rep["findings"] if f["id"] == "gpudirect-rdma-missing"]
+    assert [f["nodes"] for f in gdr] == [["nogdr"] if new_kernel else ["nogdr", "dmabuf"]], rep["findings"]
+    (f,) = gdr
+    assert f["severity"] == "warning" and f["summary"].startswith(
+        "nogdr: no GPUDirect RDMA: no peer-memory module, no DMA-BUF (proprietary kernel modules): NCCL will copy")
+    assert f["evidence"][0]["text"] == "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.103.01  Thu Jan  6 12:10:04 UTC 2022"
+    assert "/sys/module/nvidia_peermem/version" in f["evidence"][0]["command"]
+    assert "modprobe nvidia-peermem" in f["fix"]["explain"]
+    checks = {(n["name"], c["id"]): (c["status"], c["summary"]) for n in rep["nodes"] for c in n["checks"]}
+    assert checks[("iba", "gpudirect")] == ("pass", "GPUDirect RDMA: nvidia_peermem loaded")
+    assert checks[("nogdr", "gpudirect")][0] == "warn"
+    if new_kernel:
+        assert checks[("dmabuf", "gpudirect")] == (
+            "pass", f"GPUDirect RDMA: DMA-BUF possible (open kernel modules 565.57.01, Linux {os.uname().release})")
+    assert checks[("lowlock", "gpudirect")][0] == "skip"
+    facts = {n["name"]: n["facts"] for n in rep["nodes"]}
+    assert facts["iba"]["gpudirect"]["peermem"] == "/sys/module/nvidia_peermem/version"
+    assert facts["dmabuf"]["gpudirect"] == {"peermem": None, "kernel": os.uname().release, "driver": "565.57.01", "open": True}
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["nogdr", "gpua"], port=29567, backend="nccl", name="socket",
+                                                   env="    NCCL_IB_DISABLE: 1\n"), runs_dir)
+    assert "gpudirect-rdma-missing" not in ids(rep)
+    status = next(c for n in rep["nodes"] if n["name"] == "nogdr" for c in n["checks"] if c["id"] == "gpudirect")
+    assert status["status"] == "pass" and status["summary"].endswith("; NET/Socket does not use it")
 
 
 def test_a_node_whose_nvswitch_fabric_is_not_set_up(cluster: Cluster, ssh_env: Path, tmp_path: Path,

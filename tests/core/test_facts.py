@@ -38,21 +38,6 @@ def test_nvidia_smi_csv_noheader_nounits():
         (0, "NVIDIA A100-SXM4-80GB", 81920, "535.104.05"), (1, "NVIDIA A100-SXM4-80GB", 81920, "535.104.05")]
 
 
-def test_topology_4gpu_with_hcas():
-    t = F.parse_nvidia_smi_topo(body("03-topo-4gpu-nv4-mlx5.txt"))
-    assert t.gpus == ("GPU0", "GPU1", "GPU2", "GPU3") and t.nics == ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")
-    assert t.links[("GPU0", "GPU1")] == "NV4" and t.links[("GPU2", "mlx5_0")] == "SYS"
-    assert t.links[("mlx5_2", "mlx5_3")] == "PIX" and t.links[("GPU0", "mlx5_0")] == "NODE"
-
-
-def test_topology_8gpu_nic_legend():
-    t = F.parse_nvidia_smi_topo(body("06-topo-8xa100-nv12-17nics.txt"))
-    assert len(t.gpus) == 8 and len(t.nics) == 17
-    assert t.nics[0] == "mlx5_2" and t.nics[-1] == "mlx5_bond_0"
-    assert t.links[("GPU0", "GPU7")] == "NV12" and t.links[("GPU0", "mlx5_2")] == "PXB"
-    assert all(t.links[(g, "mlx5_bond_0")] == "SYS" for g in t.gpus)
-
-
 IP_ADDR = json.dumps([
     {"ifname": "lo", "flags": ["LOOPBACK", "UP"], "operstate": "UNKNOWN", "link_type": "loopback",
      "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8}]},
@@ -340,3 +325,47 @@ def test_the_locked_memory_limit_and_cap_ipc_lock_read_and_judged():
     assert judge(root, "IB", "nccl") == ("pass", "locked memory 8 MiB (CAP_IPC_LOCK: not counted)", [])
     assert judge({"limit_kib": 2 << 20, "ipc_lock": False}, "IB", "nccl")[0] == "pass"  # a site's choice
     assert judge(None, "IB", "nccl") is None
+
+
+# /proc/driver/nvidia/version's first line, as users pasted it: the proprietary modules of a datacenter
+# driver (aws/aws-parallelcluster#4127: ParallelCluster compute nodes, g4dn's T4, Ubuntu 20.04), and the
+# open ones, NVIDIA's default since R560 (nix-community/nixGL#186: Ubuntu 24.04, nvidia-driver-565-open)
+PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.103.01  Thu Jan  6 12:10:04 UTC 2022"
+OPEN = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  (dvs-builder@U16-A24-9-2)  "
+        "Thu Oct 10 12:15:00 UTC 2024")
+
+
+def test_gpudirect_rdma_read_as_nccl_looks_for_it_and_judged():
+    """The probe prints each of NCCL's peer-memory files found, `uname -r`, the driver's banner. Neither
+    the module nor DMA-BUF (open modules, Linux 5.12+) on a node NCCL will use NET/IB from: a warning;
+    with either, or where NET/Socket carries the job, none; the banner unread: not known."""
+    from ddptui.core.checks import gpudirect as G
+
+    prop = G.parse(f"kernel 5.15.0-1019-aws\n{PROPRIETARY}\n")
+    assert prop == {"peermem": None, "kernel": "5.15.0-1019-aws", "driver": "470.103.01", "open": False}
+    opened = G.parse(f"kernel 6.8.0-49-generic\n{OPEN}\n")
+    assert opened == {"peermem": None, "kernel": "6.8.0-49-generic", "driver": "565.57.01", "open": True}
+    loaded = G.parse(f"peermem /sys/module/nvidia_peermem/version\nkernel 5.15.0-1019-aws\n{PROPRIETARY}\n")
+    assert loaded["peermem"] == "/sys/module/nvidia_peermem/version"
+    assert G.parse("") is None and G.parse("sh: uname: not found\n") is None
+    gpus = [F.GPU(0, "Tesla T4", 15360, 0, "470.103.01")]
+
+    def judge(g, transport="IB", backend="nccl", gpus=gpus):
+        out = "\n".join(["kernel x", PROPRIETARY])
+        nf = F.NodeFacts(gpudirect=g, gpus=gpus, predicted_transport=transport, evidence={"gpudirect": (G.COMMAND, out)})
+        return G.judge("n1", nf, backend)
+
+    status, summary, (f,) = judge(prop)
+    assert (status, f.id, f.severity) == ("warn", "gpudirect-rdma-missing", "warning")
+    assert summary == "no GPUDirect RDMA: no peer-memory module, no DMA-BUF (proprietary kernel modules): NET/IB through host memory"
+    assert f.evidence[0].text == PROPRIETARY and f.evidence[0].command == G.COMMAND and "modprobe nvidia-peermem" in f.fix.explain
+    assert judge(loaded) == ("pass", "GPUDirect RDMA: nvidia_peermem loaded", [])
+    assert judge(opened) == ("pass", "GPUDirect RDMA: DMA-BUF possible (open kernel modules 565.57.01, Linux 6.8.0-49-generic)", [])
+    old = judge({**opened, "kernel": "5.4.0-150-generic"})  # the open modules, but a kernel without RDMA DMA-BUF
+    assert old[0] == "warn" and "Linux 5.4.0-150-generic is older than 5.12" in old[1]
+    assert judge(prop, transport="Socket")[0:2] == ("pass", "no GPUDirect RDMA: no peer-memory module, no DMA-BUF "
+                                                     "(proprietary kernel modules); NET/Socket does not use it")
+    assert judge(prop, backend="gloo")[0:2] == ("pass", "no GPUDirect RDMA: no peer-memory module, no DMA-BUF "
+                                                 "(proprietary kernel modules); gloo does not use it")
+    assert judge({**prop, "driver": None, "open": None})[0] == "skip"  # no banner: nothing concluded
+    assert judge(prop, gpus=[]) is None and judge(None) is None  # no GPU: no row

@@ -225,35 +225,6 @@ def parse_nvidia_smi_table(text: str) -> NvidiaSmiTable:
     return NvidiaSmiTable(driver, cuda, tuple(gpus))
 
 
-@dataclass(frozen=True)
-class Topology:
-    gpus: tuple[str, ...]
-    nics: tuple[str, ...]  # real device names (the NIC legend resolved)
-    links: dict  # (row, col) -> "NV12", "PXB", ...
-
-
-def parse_nvidia_smi_topo(text: str) -> Topology:
-    """`nvidia-smi topo -m`: GPUs, NICs (NIC legend applied) and the connection matrix."""
-    lines = [l.rstrip() for l in text.splitlines() if l.strip() and not l.startswith("$")]
-    header_i = next(i for i, l in enumerate(lines) if re.match(r"^\s+GPU0\b", l))
-    header = re.split(r"\s{2,}|\t", lines[header_i].strip())
-    devices = [h for h in header if re.match(r"^(GPU\d+|NIC\d+|mlx\S+|ib\S+|eth\S+|bnxt\S+)$", h)]
-    legend = dict(re.findall(r"^\s*(NIC\d+):\s*(\S+)", text, re.M))
-    links = {}
-    for l in lines[header_i + 1:]:
-        parts = l.split()
-        if not parts or parts[0] not in devices:
-            if parts and parts[0].endswith(":"):
-                break
-            continue
-        row = parts[0]
-        for col, val in zip(devices, parts[1:1 + len(devices)]):
-            links[(legend.get(row, row), legend.get(col, col))] = val
-    gpus = tuple(d for d in devices if d.startswith("GPU"))
-    nics = tuple(legend.get(d, d) for d in devices if not d.startswith("GPU"))
-    return Topology(gpus, nics, links)
-
-
 # ---- InfiniBand / RoCE -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class IBPort:
@@ -368,6 +339,7 @@ class NodeFacts:
     shm_mib: int | None = None
     shm_free_mib: int | None = None
     memlock: dict | None = None  # {"limit_kib": KiB or None (unlimited), "ipc_lock": bool or None} (memlock.py)
+    gpudirect: dict | None = None  # what GPUDirect RDMA may use: the peer-memory module, the driver's flavour (gpudirect.py)
     fabric: list[Fabric] = field(default_factory=list)  # each GPU's NVSwitch fabric (nvidia-smi -q)
     gpu_memory: list[GpuMemory] = field(default_factory=list)  # each GPU's remapped rows, retired pages (nvidia-smi -q)
     shell_env: dict[str, str] = field(default_factory=dict)
@@ -390,7 +362,7 @@ class NodeFacts:
             "ib_devices": [p.to_json() for p in self.ib_devices], "predicted_transport": self.predicted_transport,
             "transport_reason": self.transport_reason, "nccl_interface": self.nccl_interface,
             "gloo_interface": self.gloo_interface, "shm_mib": self.shm_mib,
-            "shm_free_mib": self.shm_free_mib, "memlock": self.memlock,
+            "shm_free_mib": self.shm_free_mib, "memlock": self.memlock, "gpudirect": self.gpudirect,
             **({"fabric": [{"gpu": f.gpu, "state": f.state, "status": f.status} for f in self.fabric]}
                if any(f.applies for f in self.fabric) else {}),
             **({"gpu_memory": [m.to_json() for m in self.gpu_memory]} if self.gpu_memory else {}),

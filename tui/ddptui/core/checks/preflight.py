@@ -22,7 +22,7 @@ from ..events import CheckResult
 from ..playbook.model import Playbook
 from ..transport.base import CommandResult, Transport
 from . import facts as F
-from . import gpu_memory, judge, memlock, nccl_conf
+from . import gpu_memory, gpudirect, judge, memlock, nccl_conf
 from .predict import decided_by, gloo_interface, interface_of, nccl_interface, predicted_transport
 from .portcheck import port_check
 from .probe import parse_sections, probe_commands, probe_script
@@ -179,6 +179,7 @@ class Preflight:
         if "shm" in sec:
             nf.shm_mib, nf.shm_free_mib = F.parse_shm(sec["shm"].output), F.parse_shm_free(sec["shm"].output)
         nf.memlock = memlock.parse(sec["memlock"].output) if "memlock" in sec else None
+        nf.gpudirect = gpudirect.parse(sec["gpudirect"].output) if "gpudirect" in sec else None
         if is_master and "port" in sec:
             nf.port_listening = sec["port"].output.strip() or None
         if "ping-master" in sec:
@@ -302,8 +303,9 @@ class Preflight:
                     continue  # already said by the gpus check
                 c, o = nf.evidence.get("software", ("", ""))
                 self._check(CheckResult(n, v.check, v.status, v.summary, c, o))
-            # /dev/shm and the locked-memory limit: a row and its findings from one verdict each
-            for check, verdict in (("shm", judge.shm(n, nf, t.nproc)), ("memlock", memlock.judge(n, nf, backend))):
+            # /dev/shm, the locked-memory limit, GPUDirect RDMA: a row and its findings from one verdict each
+            for check, verdict in (("shm", judge.shm(n, nf, t.nproc)), ("memlock", memlock.judge(n, nf, backend)),
+                                   ("gpudirect", gpudirect.judge(n, nf, backend))):
                 if verdict is not None:
                     self._check(CheckResult(n, check, *verdict[:2], *nf.evidence.get(check, ("", ""))))
                     self.result.findings += verdict[2]

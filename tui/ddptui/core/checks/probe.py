@@ -11,7 +11,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from . import memlock, nccl_conf
+from . import gpudirect, memlock, nccl_conf
 
 BEGIN, END = "@@ddptui:begin ", "@@ddptui:end "
 _END = re.compile(r"^@@ddptui:end (\S+) rc=(\d+)$")
@@ -60,6 +60,7 @@ def probe_commands(master_ip: str | None, master_port: int, is_master: bool, is_
         ("ibv_devinfo", "ibv_devinfo"),
         ("shm", "df -Pk /dev/shm"),
         ("memlock", memlock.COMMAND),  # what RDMA may pin: the limit, and CAP_IPC_LOCK that lifts it
+        ("gpudirect", gpudirect.COMMAND),  # GPUDirect RDMA: the peer-memory module NCCL looks for, the kernel, the driver's flavour
     ]
     if master_ip:
         cmds.append(("route", _ip(f"route get {shlex.quote(master_ip)}")))

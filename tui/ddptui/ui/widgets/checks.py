@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static, TabPane
 
-CHECK_COLUMNS = ("ping", "hostname", "interfaces", "route", "env", "ib", "shm", "memlock", "gpus", "fabric", "python",
+CHECK_COLUMNS = ("ping", "hostname", "interfaces", "route", "env", "ib", "shm", "memlock", "gpus", "fabric", "gpudirect", "python",
                  "torch", "backend", "master-port", "master-reachable", "ping-master", "script", "slurm", "probe")
 CHECK_STYLE = {"pass": ("✓", "green"), "warn": ("!", "bold yellow"), "fail": ("✗", "bold red"),
                "skip": ("–", "dim"), "running": ("…", "yellow")}
