@@ -345,11 +345,11 @@ def test_error_802_names_the_nvls_way_out_where_only_nccls_call_fails() -> None:
 
 def test_nccl_without_gpudirect_rdma_is_a_word_and_nvshmem_failing_for_it_the_cause() -> None:
     """NCCL's InfiniBand transport without GPUDirect RDMA runs, copying through host memory: its line
-    (2.14's, NVIDIA/nccl#899, corpus 92; 2.19+ without "(no module)", NVIDIA/nccl#1939) is information.
+    (2.14's, NVIDIA/nccl#899, corpus 92; 2.22's without "(no module)", NVIDIA/nccl#1676) is information.
     NET/Socket says it of every NIC (corpus 263): no word. Where NVSHMEM then fails for want of it
     (deepseek-ai/DeepEP#223, corpus 336's lines), the same finding becomes the error, in NVSHMEM's words."""
     old = "6a5a91752e39:74352:74370 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)"
-    new = "INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"  # nccl#1939's paste, as it was
+    new = "learn01:2228637:2230195 [3] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"  # nccl#1676
     for line in (old, new):
         e = Engine()
         e.feed("n", [line])

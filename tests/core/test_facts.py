@@ -350,9 +350,10 @@ def test_gpudirect_rdma_read_as_nccl_looks_for_it_and_judged():
     assert G.parse("") is None and G.parse("sh: uname: not found\n") is None
     gpus = [F.GPU(0, "Tesla T4", 15360, 0, "470.103.01")]
 
-    def judge(g, transport="IB", backend="nccl", gpus=gpus):
+    def judge(g, transport="IB", backend="nccl", gpus=gpus, nccl=None):
         out = "\n".join(["kernel x", PROPRIETARY])
-        nf = F.NodeFacts(gpudirect=g, gpus=gpus, predicted_transport=transport, evidence={"gpudirect": (G.COMMAND, out)})
+        nf = F.NodeFacts(gpudirect=g, gpus=gpus, predicted_transport=transport, evidence={"gpudirect": (G.COMMAND, out)},
+                         software={"nccl": nccl})
         return G.judge("n1", nf, backend)
 
     status, summary, (f,) = judge(prop)
@@ -369,3 +370,13 @@ def test_gpudirect_rdma_read_as_nccl_looks_for_it_and_judged():
                                                  "(proprietary kernel modules); gloo does not use it")
     assert judge({**prop, "driver": None, "open": None})[0] == "skip"  # no banner: nothing concluded
     assert judge(prop, gpus=[]) is None and judge(None) is None  # no GPU: no row
+    # nvidia_peermem alone, and the job's NCCL older than 2.23.4, which looks only at MLNX_OFED's
+    # /sys/kernel/mm/memory_peers (NVIDIA/nccl#1676: DGX OS 25.01's upgrade, ~180 -> ~10 GB/s)
+    status, summary, (f,) = judge(loaded, nccl="2.21.5")
+    assert status == "warn" and summary.startswith("nvidia_peermem is loaded, but the job's NCCL 2.21.5 looks only")
+    assert "NCCL 2.23.4 or later" in f.fix.explain and f.fix.scope == "manual"
+    assert judge(loaded, nccl="2.23.4")[0:2] == judge(loaded, nccl="2.27.3")[0:2] == ("pass", "GPUDirect RDMA: nvidia_peermem loaded")
+    assert judge({**opened, "peermem": loaded["peermem"]}, nccl="2.21.5")[0] == "pass"  # DMA-BUF needs no module
+    ofed = {**loaded, "peermem": "/sys/kernel/mm/memory_peers/nv_mem/version"}  # where every NCCL looks
+    assert judge(ofed, nccl="2.18.3") == ("pass", "GPUDirect RDMA: a peer-memory module loaded", [])
+    assert G.nccl_version("2.21.5") == (2, 21, 5) and G.nccl_version(None) is None and G.nccl_version("?") is None

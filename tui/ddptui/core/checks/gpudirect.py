@@ -4,7 +4,8 @@ NCCL's InfiniBand/RoCE transport hands GPU memory to the NIC directly (a channel
 NET/IB/0/GDRDMA`) only where the kernel lets the NIC reach it: through the peer-memory module
 (nvidia_peermem, shipped with the driver since R470; MLNX_OFED's nv_peer_mem before it), which NCCL
 looks for at PEERMEM_FILES, or through DMA-BUF, which needs the open flavour of the GPU kernel
-modules (NVIDIA's default since R560) and Linux 5.12 or later. Without either, NCCL copies every
+modules (NVIDIA's default since R560) and Linux 5.12 or later ("installing the OpenRM version of the
+GPU driver and using a recent kernel", NCCL's maintainer in NVIDIA/nccl#1474). Without either, NCCL copies every
 byte through host memory: the job runs, at a fraction of what the fabric carries (all_reduce went
 from 8 to 20 GB/s once enabled, 3 x 8 GPUs over 400 Gb/s IB: aikitoria/open-gpu-kernel-modules#20),
 and NVSHMEM does not start at all (deepseek-ai/DeepEP#223).
@@ -21,15 +22,19 @@ import re
 from typing import TYPE_CHECKING
 
 from ..diagnosis.catalog import finding
-from ..diagnosis.model import Evidence, Finding
+from ..diagnosis.model import Evidence, Finding, Fix
 
 if TYPE_CHECKING:
     from .facts import NodeFacts
 
 # NCCL's own test for the peer-memory module (src/transport/net_ib: KNL_MODULE_LOADED): MLNX_OFED's
-# peer-memory clients, and the driver's nvidia_peermem
+# peer-memory clients, and the driver's nvidia_peermem, which NCCL looks for only since 2.23.4: up to
+# 2.22.3 a node with nvidia_peermem alone has no GPUDirect RDMA (NVIDIA/nccl#1676: all_reduce on 2 DGX
+# fell from ~180 to ~10 GB/s when DGX OS 25.01 replaced nv_peer_mem with it)
+SYS_MODULE = "/sys/module/nvidia_peermem/version"
 PEERMEM_FILES = ("/sys/kernel/mm/memory_peers/nv_mem/version", "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
-                 "/sys/module/nvidia_peermem/version")
+                 SYS_MODULE)
+NCCL_SEES_SYS_MODULE = (2, 23)
 COMMAND = ("for f in " + " ".join(PEERMEM_FILES) + '; do [ -e "$f" ] && echo "peermem $f"; done; '
            'echo "kernel $(uname -r)"; head -n 1 /proc/driver/nvidia/version 2>/dev/null; true')
 DMABUF_KERNEL = (5, 12)  # the kernel's RDMA DMA-BUF import (ib_umem_dmabuf) came in 5.12
@@ -65,18 +70,28 @@ def judge(node: str, nf: NodeFacts, backend: str | None) -> tuple[str, str, list
     g = nf.gpudirect
     if g is None or not nf.gpus:
         return None
-    if g["peermem"]:
-        name = "nvidia_peermem" if "nvidia_peermem" in g["peermem"] else "a peer-memory module"
-        return "pass", f"GPUDirect RDMA: {name} loaded", []
-    if g["driver"] is None:
-        return "skip", "GPUDirect RDMA not known: no peer-memory module, /proc/driver/nvidia/version unread", []
     new_kernel = kernel_at_least(g["kernel"], DMABUF_KERNEL)
-    if g["open"] and new_kernel is None:
+    dmabuf = bool(g["open"] and new_kernel)
+    nccl = nccl_version(nf.software.get("nccl"))
+    fix = None
+    if g["peermem"]:
+        name = "nvidia_peermem" if g["peermem"] == SYS_MODULE else "a peer-memory module"
+        if g["peermem"] != SYS_MODULE or nccl is None or nccl >= NCCL_SEES_SYS_MODULE or dmabuf:
+            return "pass", f"GPUDirect RDMA: {name} loaded", []
+        said = (f"nvidia_peermem is loaded, but the job's NCCL {nf.software['nccl']} looks only where MLNX_OFED's "
+                "nv_peer_mem registers (NVIDIA/nccl#1676: NCCL 2.23.4 looks for it)")
+        fix = Fix(scope="manual", explain="NCCL 2.23.4 or later in the job's environment (a newer torch, or the "
+                  "nvidia-nccl-cu12 wheel of that version), or the driver's open kernel modules on Linux 5.12+, with "
+                  "which any NCCL since 2.13 uses DMA-BUF")
+    elif g["driver"] is None:
+        return "skip", "GPUDirect RDMA not known: no peer-memory module, /proc/driver/nvidia/version unread", []
+    elif g["open"] and new_kernel is None:
         return "skip", f"GPUDirect RDMA not known: no peer-memory module, kernel release {g['kernel']!r} unread", []
-    if g["open"] and new_kernel:
+    elif dmabuf:
         return "pass", f"GPUDirect RDMA: DMA-BUF possible (open kernel modules {g['driver']}, Linux {g['kernel']})", []
-    why = "proprietary kernel modules" if not g["open"] else f"Linux {g['kernel']} is older than 5.12"
-    said = f"no GPUDirect RDMA: no peer-memory module, no DMA-BUF ({why})"
+    else:
+        why = "proprietary kernel modules" if not g["open"] else f"Linux {g['kernel']} is older than 5.12"
+        said = f"no GPUDirect RDMA: no peer-memory module, no DMA-BUF ({why})"
     if backend != "nccl":
         return "pass", f"{said}; {backend or 'the job'} does not use it", []
     if nf.predicted_transport != "IB":
@@ -84,5 +99,11 @@ def judge(node: str, nf: NodeFacts, backend: str | None) -> tuple[str, str, list
     cmd, out = nf.evidence.get("gpudirect", ("", ""))
     f = finding("gpudirect-rdma-missing", [node], f"{node}: {said}: NCCL will copy its InfiniBand/RoCE traffic "
                 f"through host memory", [Evidence(node, 0, out.splitlines()[-1] if out.strip() else said, cmd)],
-                severity="warning")
+                severity="warning", **({"fix": fix} if fix else {}))
     return "warn", f"{said}: NET/IB through host memory", [f]
+
+
+def nccl_version(text: str | None) -> tuple[int, ...] | None:
+    """The software probe's "2.21.5" (torch.cuda.nccl.version()) -> (2, 21, 5); None where unknown."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    return None if m is None else tuple(int(x) for x in m.groups() if x is not None)

@@ -321,9 +321,8 @@ RULES: tuple[Rule, ...] = (
     # fixed it): the cause where the node failed; a job that needs no IB (one node) runs, and hears of it
     Rule("gpudirect-rdma-missing", (r"neither nv_peer_mem, or nvidia_peermem detected",), at_end=True,
          info_unless_failed=True, summary="NVSHMEM finds no nvidia_peermem module and skips its InfiniBand transport"),
-    # NCCL without GPUDirect RDMA to an HCA (NVIDIA/nccl#899: 2.14's "(no module)"; 2.19+ print it without, nor
-    # nvidia-peermem, nor DMABUF enabled: NVIDIA/nccl#1939): it runs, copying through host memory. Never a failure's
-    # cause; NET/Socket says it of every NIC, as it should
+    # NCCL without GPUDirect RDMA to an HCA (NVIDIA/nccl#899: 2.14's "(no module)"; NVIDIA/nccl#1676: 2.22's, without,
+    # ~18x slower): it runs, copying through host memory. Never a failure's cause; NET/Socket says it of every NIC
     Rule("gpudirect-rdma-missing", (r"NET/(?:IB|UCX) : GPU Direct RDMA Disabled for HCA \d+ '([^']+)'",), severity="info",
          summary="NCCL has no GPUDirect RDMA to {0}: its InfiniBand/RoCE traffic is copied through host memory"),
     # NCCL's lookup of a NIC by the id its own topology gave it: 2.25 and 2.26 fail so on multi-node
