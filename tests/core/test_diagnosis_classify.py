@@ -315,6 +315,11 @@ def test_a_low_locked_memory_limit_where_ucx_or_libibverbs_says_it() -> None:
     verbs.feed("n", ["libibverbs: Warning: RLIMIT_MEMLOCK is 32768 bytes.", "    This will severely limit memory registrations."])
     verbs.node_exited("n", 1)
     assert [(x.id, x.severity) for x in verbs.finish()] == [("memlock-too-low", "error")]
+    live = Engine()  # a live run judges at every flush: the word said while the node ran becomes the cause when it fails
+    live.feed("n", [ucx])
+    assert [(x.id, x.severity) for x in live.finish()] == [("memlock-too-low", "info")]
+    live.node_exited("n", 1)
+    assert [(x.id, x.severity) for x in live.finish()] == [("memlock-too-low", "error")]
     nccl = Engine()  # NCCL's ENOMEM alone: not read as the limit
     nccl.feed("n", ["h:1:2 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory"])
     assert "memlock-too-low" not in {x.id for x in nccl.finish()}
