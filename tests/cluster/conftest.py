@@ -51,6 +51,8 @@ def cluster():
         NodeOpts("bmc", extra_path=GPU, dummy_ifaces=(("usb0", "169.254.3.1/16"),)),
         # an ACTIVE IB port (doubles), and Docker's locked-memory limit: 64 KiB, no CAP_IPC_LOCK
         NodeOpts("lowlock", extra_path=GPU_IB, memlock_kib=64),
+        # an IPoIB port that nobody gave an address: its fe80:: alone, which NCCL, preferring ib*, takes
+        NodeOpts("ibv6", extra_path=GPU, dummy_ifaces=(("ib0", None),)),
         # an ACTIVE IB port (doubles) and no GPUDirect RDMA: the proprietary modules, no nvidia_peermem
         NodeOpts("nogdr", extra_path=GPU_IB, nvidia_version=DOUBLES / "nvidia-version" / "proprietary-470"),
         # ...and the open modules, with which NCCL may use DMA-BUF on this kernel (5.12+)

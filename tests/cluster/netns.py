@@ -59,7 +59,7 @@ class NodeOpts:
     loopback_hostname: bool = False  # its /etc/hosts maps its own name to 127.0.1.1
     unresolvable_hostname: bool = False  # its /etc/hosts does not know its own name
     setenv: dict = field(default_factory=dict)  # variables every ssh session on the node has (its "shell env")
-    dummy_ifaces: tuple = ()  # (name, cidr) extra interfaces that lead nowhere, e.g. ("ib0", "192.168.77.2/24")
+    dummy_ifaces: tuple = ()  # (name, cidr or None) extra interfaces that lead nowhere, e.g. ("ib0", "192.168.77.2/24")
     shm_size: str | None = None  # a /dev/shm of its own, a tmpfs of that size (a container's), e.g. "1100m"
     memlock_kib: int | None = None  # the locked-memory limit its sessions get, without CAP_IPC_LOCK (Docker's: 64)
     # the GPU driver's banner its /proc/driver/nvidia/version shows (a file of doubles/nvidia-version), and
@@ -288,11 +288,13 @@ def _add_node(cl: Cluster, s: NodeOpts, ip: str, bridge: str) -> None:
     sh("ip", "netns", "add", ns)
     for dname, cidr in s.dummy_ifaces:
         # A veth pair with both ends inside the node (no dummy module here): it reaches nothing. Made
-        # before eth0, it comes first in the kernel's order, as a BMC's usb0 often does (NCCL walks it so).
-        sh("ip", "-n", ns, "link", "add", dname, "type", "veth", "peer", "name", f"{dname}-peer")
-        sh("ip", "-n", ns, "addr", "add", cidr, "dev", dname)
+        # before eth0, it comes first in the kernel's order, as a BMC's usb0 often does (NCCL walks it so);
+        # its peer is named so that no prefix NCCL prefers (ib*) takes the peer for it.
+        sh("ip", "-n", ns, "link", "add", dname, "type", "veth", "peer", "name", f"peer-{dname}")
+        if cidr:  # None: only the fe80:: the kernel gives it, as an IPoIB port nobody gave an address
+            sh("ip", "-n", ns, "addr", "add", cidr, "dev", dname)
         sh("ip", "-n", ns, "link", "set", dname, "up")
-        sh("ip", "-n", ns, "link", "set", f"{dname}-peer", "up")
+        sh("ip", "-n", ns, "link", "set", f"peer-{dname}", "up")
     sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
     sh("ip", "link", "set", veth, "master", bridge, "up")
     sh("ip", "-n", ns, "link", "set", "lo", "up")

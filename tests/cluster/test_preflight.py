@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 
 from tests.cluster.conftest import DOUBLES, NODES, cluster_playbook
 from tests.cluster.netns import Cluster
@@ -227,6 +229,31 @@ def test_a_locked_memory_limit_that_rdma_cannot_live_with_is_said_where_nccl_wil
     assert "memlock-too-low" not in ids(rep)
     memlock = next(c for n in rep["nodes"] if n["name"] == "lowlock" for c in n["checks"] if c["id"] == "memlock")
     assert (memlock["status"], memlock["summary"]) == ("pass", "locked memory 64 KiB")
+
+
+def test_nccl_on_an_ipoib_port_with_ipv6_alone_meets_no_ipv4_peer(cluster: Cluster, ssh_env: Path, tmp_path: Path,
+                                                                   runs_dir: Path) -> None:
+    """ibv6's ib0 is up with nothing but the kernel's fe80::, as an IPoIB port nobody gave an address.
+    NCCL takes an interface at its first address of either family and prefers ib*: it bootstraps there
+    (NVIDIA/nccl#1291: `Bootstrap : Using ib0:fe80::...%ib0` on one GH200, bond0 on the other, hung);
+    gpua's NCCL takes eth0's IPv4. The check says so before launch, and the fix names eth0 on ibv6."""
+    ib0 = [a for link in json.loads(cluster.ns_exec("ibv6", "ip", "-j", "addr", "show", "ib0").stdout)
+           for a in link.get("addr_info", [])]
+    if not ib0:
+        pytest.skip("this kernel gives interfaces no IPv6 address (IPv6 disabled)")
+    (v6,) = [a["local"] for a in ib0]
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["gpua", "ibv6"], port=29568, backend="nccl"), runs_dir)
+    (f,) = [f for f in rep["findings"] if f["id"] == "wrong-interface"]
+    assert (f["severity"], f["nodes"]) == ("error", ["ibv6", "gpua"]), f
+    assert (f"NCCL would bootstrap over IPv6 on ibv6 (ib0 {v6}) and over IPv4 on gpua: the two families never "
+            "connect") in f["summary"]
+    assert f"ibv6: NCCL would use ib0 (IPv6 alone: {v6}), but the master is reached through eth0" in f["summary"]
+    assert f["fix"]["per_node"] == {"ibv6": {"NCCL_SOCKET_IFNAME": "eth0"}}
+    facts = {n["name"]: n["facts"] for n in rep["nodes"]}
+    assert (facts["ibv6"]["nccl_interface"], facts["gpua"]["nccl_interface"]) == ("ib0", "eth0")
+    rc, rep = check_json(cluster, cluster_playbook(tmp_path, ["gpua", "ibv6"], port=29568, backend="nccl", name="v4",
+                                                   env="    NCCL_SOCKET_FAMILY: AF_INET\n"), runs_dir)
+    assert "wrong-interface" not in ids(rep)  # NCCL keeps to IPv4: eth0 on both
 
 
 def test_gpudirect_rdma_missing_where_nccl_will_use_ib(cluster: Cluster, ssh_env: Path, tmp_path: Path,

@@ -74,7 +74,46 @@ def test_nccl_interface_rules(env, expected):
 def test_an_interface_whose_every_ipv4_address_is_link_local():
     assert F.Interface("usb0", ("169.254.3.1/16", "fe80::1/64"), True).link_local
     assert not F.Interface("eth0", ("10.0.0.2/24", "169.254.3.1/16"), True).link_local  # one routes
-    assert not F.Interface("ens5", ("fe80::1/64",), True).link_local  # no IPv4 at all: NCCL skips it anyway
+    assert not F.Interface("ens5", ("fe80::1/64",), True).link_local  # no IPv4: NCCL binds its fe80:: (below)
+
+
+def test_nccl_takes_an_interface_with_ipv6_alone_after_every_one_with_ipv4():
+    """NCCL takes an interface at its first address, IPv4 or IPv6 (it skips only ::1), and getifaddrs
+    lists every IPv4 address before any IPv6 one (healthy corpus 304: `[0]ens5:172.31.92.218<0>
+    [1]vethe2e6725:fe80::...`). An IPoIB port given no address still has its fe80::, and NCCL, which
+    prefers ib*, bootstraps on it (NVIDIA/nccl#1291: `Bootstrap : Using ib0:fe80::a288:c203:d2:aaf2%ib0`
+    on one GH200, bond0 on the other; it hung). Between nodes that is an error: the families never meet."""
+    from ddptui.core.checks import judge
+
+    ib = F.Interface("ib0", ("fe80::a288:c203:d2:aaf2/64",), True, "infiniband")
+    eth = F.Interface("eth0", ("10.0.0.2/24", "fe80::1/64"), True)
+    lo = F.Interface("lo", ("127.0.0.1/8", "::1/128"), True, "loopback")
+    veth = F.Interface("veth1", ("fe80::2/64",), True, "virtual")
+    assert nccl_interface([lo, eth, ib], {}) == ("ib0", "NCCL prefers ib* interfaces (IPv6 alone: fe80::a288:c203:d2:aaf2)")
+    assert nccl_interface([lo, veth, eth], {}) == ("eth0", "the first interface that is not docker or lo")
+    assert nccl_interface([lo, veth], {})[0] == "veth1"  # nothing with IPv4 but lo: lo comes last
+    assert nccl_interface([lo, eth, ib], {"NCCL_SOCKET_FAMILY": "AF_INET"})[0] == "eth0"
+    assert nccl_interface([lo, eth, ib], {"NCCL_SOCKET_IFNAME": "eth"})[0] == "eth0"
+    assert nccl_interface([lo, eth], {"NCCL_SOCKET_FAMILY": "AF_INET6"}) == (
+        "eth0", "the first interface that is not docker or lo (IPv6 alone: fe80::1)")
+    assert nccl_interface([F.Interface("lo", ("::1/128",), True, "loopback")], {}) == (None, "no interface is up with an address")
+
+    def node(chosen, ifs, route="eth0"):
+        return F.NodeFacts(interfaces=ifs, nccl_interface=chosen, route_to_master={"interface": route},
+                           evidence={"nccl-interface": ("", nccl_interface(ifs, {})[1])})
+
+    gh1, gh2 = node("ib0", [lo, eth, ib]), node("eth0", [lo, eth])
+    (f,) = judge.cross_node({"gh1": gh1, "gh2": gh2}, {"gh1": 1, "gh2": 1}, "nccl")
+    assert (f.id, f.severity, f.nodes) == ("wrong-interface", "error", ["gh1", "gh2"])
+    assert f.summary == ("NCCL would bootstrap over IPv6 on gh1 (ib0 fe80::a288:c203:d2:aaf2) and over IPv4 on gh2: "
+                         "the two families never connect")
+    assert f.fix.per_node == {"gh1": {"NCCL_SOCKET_IFNAME": "eth0"}}
+    assert f.evidence[0].text == "NCCL prefers ib* interfaces (IPv6 alone: fe80::a288:c203:d2:aaf2) → ib0"
+    assert judge.cross_node({"gh1": gh1, "gh3": node("ib0", [lo, eth, ib])}, {"gh1": 1, "gh3": 1}, "nccl") == []
+    assert judge.cross_node({"gh1": gh1, "gh2": gh2}, {"gh1": 1, "gh2": 1}, "gloo") == []
+    (w,) = judge.interfaces("gh1", gh1, "nccl", True)  # on its own: the route goes elsewhere, a warning
+    assert w.severity == "warning" and w.summary == (
+        "gh1: NCCL would use ib0 (IPv6 alone: fe80::a288:c203:d2:aaf2), but the master is reached through eth0")
 
 
 def test_nccl_skips_docker_and_lo_without_ib():

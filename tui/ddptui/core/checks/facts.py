@@ -20,6 +20,10 @@ class Interface:
     def ipv4(self) -> list[str]:
         return [a.split("/")[0] for a in self.addresses if ":" not in a]
 
+    def ipv6(self) -> list[str]:
+        """Its IPv6 addresses but the loopback, which NCCL alone skips (a veth's or an IPoIB port's fe80::)."""
+        return [a.split("/")[0] for a in self.addresses if ":" in a and a.split("/")[0] != "::1"]
+
     @property
     def link_local(self) -> bool:
         """Every IPv4 address it has is 169.254.x.x, which only its own link reaches (a BMC's usb0): what

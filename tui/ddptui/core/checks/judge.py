@@ -12,6 +12,7 @@ from dataclasses import replace
 from ..diagnosis.catalog import CATALOG, SHM_LEFTOVERS, SHM_MORE, finding
 from ..diagnosis.model import Evidence, Finding, Fix
 from . import facts as F, nccl_conf
+from .predict import nccl_uses_ipv6
 
 
 def loopback(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> list[Finding]:
@@ -60,11 +61,12 @@ def interfaces(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> li
             c, o = nf.evidence.get("route", ("", ""))
             # link-local (169.254.x.x): no other host reaches it, as none reaches lo (uccl-project/uccl#1034)
             lost = chosen == "lo" or any(i.name == chosen and i.link_local for i in nf.interfaces)
+            v6 = var.startswith("NCCL") and nccl_uses_ipv6(nf.interfaces, chosen, nf.env)
             out.append(finding(
                 "wrong-interface", [node],
                 f"{node}: {'NCCL' if var.startswith('NCCL') else 'Gloo'} would use {chosen}"
-                f"{' (link-local 169.254.x.x: no other host reaches it)' if lost and chosen != 'lo' else ''}, "
-                f"but the master is reached through {route_if}",
+                f"{' (link-local 169.254.x.x: no other host reaches it)' if lost and chosen != 'lo' else ''}"
+                f"{f' (IPv6 alone: {v6})' if v6 else ''}, but the master is reached through {route_if}",
                 [Evidence(node, 0, f"{why} → {chosen}", ""), Evidence(node, 0, o.strip(), c)],
                 severity="error" if lost else "warning", fix=_ifname_fix(node, var, route_if, multi_node)))
     return out
@@ -179,6 +181,7 @@ def cross_node(fs: dict[str, F.NodeFacts], nprocs: dict[str, int], backend: str)
         return []
     out = []
     if backend == "nccl":
+        out += _families(fs)
         kinds = {n: f.predicted_transport for n, f in fs.items()}
         if len(set(kinds.values())) > 1:
             ib = [n for n, k in kinds.items() if k == "IB"]
@@ -210,3 +213,23 @@ def cross_node(fs: dict[str, F.NodeFacts], nprocs: dict[str, int], backend: str)
             "nproc-mismatch", list(nprocs), "nproc_per_node differs: " + ", ".join(f"{n}={p}" for n, p in nprocs.items()),
             [Evidence(n, 0, f"nproc_per_node={p}", "playbook") for n, p in nprocs.items()]))
     return out
+
+
+def _families(fs: dict[str, F.NodeFacts]) -> list[Finding]:
+    """NCCL's bootstrap on IPv6 on some nodes and IPv4 on others: no rank of one family connects to
+    the other (NVIDIA/nccl#1291: ib0's fe80:: on one GH200, bond0's IPv4 on the other; it hung)."""
+    v6 = {n: a for n, f in fs.items() if f.nccl_interface and (a := nccl_uses_ipv6(f.interfaces, f.nccl_interface, f.env))}
+    v4 = [n for n, f in fs.items() if f.nccl_interface and n not in v6]
+    if not v6 or not v4:
+        return []
+    routes = {n: fs[n].route_to_master.get("interface") for n in v6}
+    per_node = {n: {"NCCL_SOCKET_IFNAME": r} for n, r in routes.items() if r}
+    fix = Fix(env={"NCCL_SOCKET_IFNAME": next(iter(per_node.values()))["NCCL_SOCKET_IFNAME"]} if per_node else {},
+              scope="nodes" if per_node else "manual", per_node=per_node,
+              explain="set NCCL_SOCKET_IFNAME on " + ", ".join(v6) + " to the interface that routes to the master, "
+                      "as the others use (or NCCL_SOCKET_FAMILY=AF_INET on every node)")
+    ev = [Evidence(n, 0, f"{fs[n].evidence.get('nccl-interface', ('', ''))[1]} → {fs[n].nccl_interface}", "")
+          for n in [*v6, *v4]]
+    return [finding("wrong-interface", [*v6, *v4],
+                    f"NCCL would bootstrap over IPv6 on {', '.join(f'{n} ({fs[n].nccl_interface} {a})' for n, a in v6.items())} "
+                    f"and over IPv4 on {', '.join(v4)}: the two families never connect", ev, severity="error", fix=fix)]

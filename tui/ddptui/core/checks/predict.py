@@ -34,14 +34,24 @@ def matches(name: str, spec: str) -> bool:
 
 
 def nccl_interface(interfaces: list[Interface], env: dict[str, str]) -> tuple[str | None, str]:
-    """The interface NCCL will use for its bootstrap and sockets, and why."""
-    usable = [i for i in interfaces if i.up and i.ipv4()]
+    """The interface NCCL will use for its bootstrap and sockets, and why.
+
+    NCCL takes an interface at the first address getifaddrs() gives for it, IPv4 or IPv6 (it skips
+    only ::1), and getifaddrs lists every interface's IPv4 addresses before any IPv6 one: in each
+    group the interfaces with an IPv4 address come first, then those with IPv6 alone. An IPoIB port
+    given no address still has its fe80::, and NCCL bootstraps on it (NVIDIA/nccl#1291: `Bootstrap :
+    Using ib0:fe80::...%ib0` on one GH200, bond0 on the other, and the test hung).
+    NCCL_SOCKET_FAMILY=AF_INET or AF_INET6 keeps one family."""
+    family = env.get("NCCL_SOCKET_FAMILY", "").strip().upper()
+    up = [i for i in interfaces if i.up]
+    v4 = [i for i in up if i.ipv4()] if family != "AF_INET6" else []
+    usable = v4 + ([i for i in up if i.ipv6() and i not in v4] if family != "AF_INET" else [])
     spec = env.get("NCCL_SOCKET_IFNAME")
     if spec:
         for i in usable:
             if matches(i.name, spec):
-                return i.name, f"NCCL_SOCKET_IFNAME={spec}"
-        return None, f"NCCL_SOCKET_IFNAME={spec} matches no interface that is up with an IPv4 address"
+                return i.name, f"NCCL_SOCKET_IFNAME={spec}" + _v6(i, v4)
+        return None, f"NCCL_SOCKET_IFNAME={spec} matches no interface that is up with an address"
     for group, why in (
         ([i for i in usable if i.name.startswith("ib")], "NCCL prefers ib* interfaces"),
         ([i for i in usable if i.kind not in ("docker", "loopback")], "the first interface that is not docker or lo"),
@@ -49,8 +59,21 @@ def nccl_interface(interfaces: list[Interface], env: dict[str, str]) -> tuple[st
         ([i for i in usable if i.kind == "loopback"], "only lo is left"),
     ):
         if group:
-            return group[0].name, why
-    return None, "no interface is up with an IPv4 address"
+            return group[0].name, why + _v6(group[0], v4)
+    return None, "no interface is up with an address"
+
+
+def _v6(i: Interface, v4: list[Interface]) -> str:
+    """What the reason adds where NCCL will bind the interface's IPv6 address."""
+    return "" if i in v4 else f" (IPv6 alone: {i.ipv6()[0]})"
+
+
+def nccl_uses_ipv6(nf_interfaces: list[Interface], chosen: str | None, env: dict[str, str]) -> str | None:
+    """The IPv6 address NCCL will bind on `chosen` (it has no IPv4, or NCCL_SOCKET_FAMILY=AF_INET6); else None."""
+    i = next((i for i in nf_interfaces if i.name == chosen), None)
+    if i is None or not i.ipv6() or (i.ipv4() and env.get("NCCL_SOCKET_FAMILY", "").strip().upper() != "AF_INET6"):
+        return None
+    return i.ipv6()[0]
 
 
 def interface_of(interfaces: list[Interface], address: str) -> str | None:
