@@ -93,9 +93,10 @@ _CAUSES = (
                   "list that matches on all of them also works); a container with none needs --network host")),
     Cause("wrong-interface", "error", "traffic between the nodes would use an interface that does not reach them",
           "NCCL or Gloo (or MPI, for nccl-tests) uses an interface that does not reach the other nodes: the loopback "
-          "(127.0.0.1), a container/virtual one (docker0, veth*, cni*...), or one whose address is link-local "
-          "(169.254.x.x, such as a BMC's usb0). Connections to it are refused or time out ('unhandled system error', "
-          "'No route to host'), or init hangs.",
+          "(127.0.0.1), a container/virtual one (docker0, veth*, cni*...), one whose address is link-local "
+          "(169.254.x.x, such as a BMC's usb0), or an IPoIB port with only its IPv6 fe80:: where other nodes use "
+          "IPv4. Connections to it are refused or time out ('unhandled system error', 'No route to host'), or init "
+          "hangs.",
           _env({"NCCL_SOCKET_IFNAME": "^docker,veth,lo"},
                "pin NCCL_SOCKET_IFNAME to the physical interface (or exclude virtual ones: ^docker,veth,lo)")),
     Cause("loopback-hostname", "error", "the hostname resolves to a loopback address",
