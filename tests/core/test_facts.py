@@ -414,6 +414,7 @@ def test_gpudirect_rdma_read_as_nccl_looks_for_it_and_judged():
     status, summary, (f,) = judge(loaded, nccl="2.21.5")
     assert status == "warn" and summary.startswith("nvidia_peermem is loaded, but the job's NCCL 2.21.5 looks only")
     assert "NCCL 2.23.4 or later" in f.fix.explain and f.fix.scope == "manual"
+    assert f.evidence[0].text == "peermem /sys/module/nvidia_peermem/version; the job's NCCL 2.21.5"
     assert judge(loaded, nccl="2.23.4")[0:2] == judge(loaded, nccl="2.27.3")[0:2] == ("pass", "GPUDirect RDMA: nvidia_peermem loaded")
     assert judge({**opened, "peermem": loaded["peermem"]}, nccl="2.21.5")[0] == "pass"  # DMA-BUF needs no module
     ofed = {**loaded, "peermem": "/sys/kernel/mm/memory_peers/nv_mem/version"}  # where every NCCL looks

@@ -82,7 +82,7 @@ def judge(node: str, nf: NodeFacts, backend: str | None) -> tuple[str, str, list
                 "nv_peer_mem registers (NVIDIA/nccl#1676: NCCL 2.23.4 looks for it)")
         fix = Fix(scope="manual", explain="NCCL 2.23.4 or later in the job's environment (a newer torch, or the "
                   "nvidia-nccl-cu12 wheel of that version), or the driver's open kernel modules on Linux 5.12+, with "
-                  "which any NCCL since 2.13 uses DMA-BUF")
+                  "which NCCL uses DMA-BUF and needs no module (NVIDIA/nccl#1474)")
     elif g["driver"] is None:
         return "skip", "GPUDirect RDMA not known: no peer-memory module, /proc/driver/nvidia/version unread", []
     elif g["open"] and new_kernel is None:
@@ -97,9 +97,11 @@ def judge(node: str, nf: NodeFacts, backend: str | None) -> tuple[str, str, list
     if nf.predicted_transport != "IB":
         return "pass", f"{said}; NET/{nf.predicted_transport or 'Socket'} does not use it", []
     cmd, out = nf.evidence.get("gpudirect", ("", ""))
+    # what says it: the driver's banner; where the module is there, the file and the job's NCCL
+    text = f"peermem {g['peermem']}; the job's NCCL {nf.software['nccl']}" if fix else \
+        out.splitlines()[-1] if out.strip() else said
     f = finding("gpudirect-rdma-missing", [node], f"{node}: {said}: NCCL will copy its InfiniBand/RoCE traffic "
-                f"through host memory", [Evidence(node, 0, out.splitlines()[-1] if out.strip() else said, cmd)],
-                severity="warning", **({"fix": fix} if fix else {}))
+                f"through host memory", [Evidence(node, 0, text, cmd)], severity="warning", **({"fix": fix} if fix else {}))
     return "warn", f"{said}: NET/IB through host memory", [f]
 
 
