@@ -95,7 +95,7 @@ def test_nccl_takes_an_interface_with_ipv6_alone_after_every_one_with_ipv4():
     assert nccl_interface([lo, eth, ib], {"NCCL_SOCKET_FAMILY": "AF_INET"})[0] == "eth0"
     assert nccl_interface([lo, eth, ib], {"NCCL_SOCKET_IFNAME": "eth"})[0] == "eth0"
     assert nccl_interface([lo, eth], {"NCCL_SOCKET_FAMILY": "AF_INET6"}) == (
-        "eth0", "the first interface that is not docker or lo (IPv6 alone: fe80::1)")
+        "eth0", "the first interface that is not docker or lo (IPv6 by NCCL_SOCKET_FAMILY: fe80::1)")
     assert nccl_interface([F.Interface("lo", ("::1/128",), True, "loopback")], {}) == (None, "no interface is up with an address")
 
     def node(chosen, ifs, route="eth0"):
@@ -111,6 +111,11 @@ def test_nccl_takes_an_interface_with_ipv6_alone_after_every_one_with_ipv4():
     assert f.evidence[0].text == "NCCL prefers ib* interfaces (IPv6 alone: fe80::a288:c203:d2:aaf2) → ib0"
     assert judge.cross_node({"gh1": gh1, "gh3": node("ib0", [lo, eth, ib])}, {"gh1": 1, "gh3": 1}, "nccl") == []
     assert judge.cross_node({"gh1": gh1, "gh2": gh2}, {"gh1": 1, "gh2": 1}, "gloo") == []
+    six = F.NodeFacts(interfaces=[lo, eth], nccl_interface="eth0", env={"NCCL_SOCKET_FAMILY": "AF_INET6"},
+                      route_to_master={"interface": "eth0"})  # eth0 has IPv4, but the family is set: IPv6
+    (g,) = judge.cross_node({"gh2": gh2, "gh4": six}, {"gh2": 1, "gh4": 1}, "nccl")
+    assert g.summary.startswith("NCCL would bootstrap over IPv6 on gh4 (eth0 fe80::1) and over IPv4 on gh2")
+    assert g.fix.scope == "manual" and "gh4 set NCCL_SOCKET_FAMILY=AF_INET6: remove it there" in g.fix.explain
     (w,) = judge.interfaces("gh1", gh1, "nccl", True)  # on its own: the route goes elsewhere, a warning
     assert w.severity == "warning" and w.summary == (
         "gh1: NCCL would use ib0 (IPv6 alone: fe80::a288:c203:d2:aaf2), but the master is reached through eth0")

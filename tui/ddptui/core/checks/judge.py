@@ -12,7 +12,7 @@ from dataclasses import replace
 from ..diagnosis.catalog import CATALOG, SHM_LEFTOVERS, SHM_MORE, finding
 from ..diagnosis.model import Evidence, Finding, Fix
 from . import facts as F, nccl_conf
-from .predict import nccl_uses_ipv6
+from .predict import ipv6_words, nccl_uses_ipv6
 
 
 def loopback(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> list[Finding]:
@@ -66,7 +66,7 @@ def interfaces(node: str, nf: F.NodeFacts, backend: str, multi_node: bool) -> li
                 "wrong-interface", [node],
                 f"{node}: {'NCCL' if var.startswith('NCCL') else 'Gloo'} would use {chosen}"
                 f"{' (link-local 169.254.x.x: no other host reaches it)' if lost and chosen != 'lo' else ''}"
-                f"{f' (IPv6 alone: {v6})' if v6 else ''}, but the master is reached through {route_if}",
+                f"{f' ({ipv6_words(v6)})' if v6 else ''}, but the master is reached through {route_if}",
                 [Evidence(node, 0, f"{why} → {chosen}", ""), Evidence(node, 0, o.strip(), c)],
                 severity="error" if lost else "warning", fix=_ifname_fix(node, var, route_if, multi_node)))
     return out
@@ -222,14 +222,18 @@ def _families(fs: dict[str, F.NodeFacts]) -> list[Finding]:
     v4 = [n for n, f in fs.items() if f.nccl_interface and n not in v6]
     if not v6 or not v4:
         return []
-    routes = {n: fs[n].route_to_master.get("interface") for n in v6}
-    per_node = {n: {"NCCL_SOCKET_IFNAME": r} for n, r in routes.items() if r}
+    forced = [n for n, i in v6.items() if i.ipv4()]  # NCCL_SOCKET_FAMILY=AF_INET6 chose IPv6 there
+    per_node = {n: {"NCCL_SOCKET_IFNAME": r} for n, i in v6.items() if not i.ipv4()
+                and (r := fs[n].route_to_master.get("interface")) and r != i.name}
+    explain = ("set NCCL_SOCKET_IFNAME on " + ", ".join(per_node) + " to the interface that routes to the master, "
+               "as the others use (or NCCL_SOCKET_FAMILY=AF_INET on every node)") if per_node else \
+        "NCCL_SOCKET_FAMILY=AF_INET on every node, or one family everywhere"
+    if forced:
+        explain += f"; {', '.join(forced)} set NCCL_SOCKET_FAMILY=AF_INET6: remove it there"
     fix = Fix(env={"NCCL_SOCKET_IFNAME": next(iter(per_node.values()))["NCCL_SOCKET_IFNAME"]} if per_node else {},
-              scope="nodes" if per_node else "manual", per_node=per_node,
-              explain="set NCCL_SOCKET_IFNAME on " + ", ".join(v6) + " to the interface that routes to the master, "
-                      "as the others use (or NCCL_SOCKET_FAMILY=AF_INET on every node)")
+              scope="nodes" if per_node else "manual", per_node=per_node, explain=explain)
     ev = [Evidence(n, 0, f"{fs[n].evidence.get('nccl-interface', ('', ''))[1]} → {fs[n].nccl_interface}", "")
           for n in [*v6, *v4]]
     return [finding("wrong-interface", [*v6, *v4],
-                    f"NCCL would bootstrap over IPv6 on {', '.join(f'{n} ({fs[n].nccl_interface} {a})' for n, a in v6.items())} "
+                    f"NCCL would bootstrap over IPv6 on {', '.join(f'{n} ({i.name} {i.ipv6()[0]})' for n, i in v6.items())} "
                     f"and over IPv4 on {', '.join(v4)}: the two families never connect", ev, severity="error", fix=fix)]

@@ -65,15 +65,20 @@ def nccl_interface(interfaces: list[Interface], env: dict[str, str]) -> tuple[st
 
 def _v6(i: Interface, v4: list[Interface]) -> str:
     """What the reason adds where NCCL will bind the interface's IPv6 address."""
-    return "" if i in v4 else f" (IPv6 alone: {i.ipv6()[0]})"
+    return "" if i in v4 else f" ({ipv6_words(i)})"
 
 
-def nccl_uses_ipv6(nf_interfaces: list[Interface], chosen: str | None, env: dict[str, str]) -> str | None:
-    """The IPv6 address NCCL will bind on `chosen` (it has no IPv4, or NCCL_SOCKET_FAMILY=AF_INET6); else None."""
+def ipv6_words(i: Interface) -> str:
+    """The IPv6 address NCCL binds on `i`, and why that family: it has no IPv4, or NCCL_SOCKET_FAMILY said so."""
+    return f"IPv6 alone: {i.ipv6()[0]}" if not i.ipv4() else f"IPv6 by NCCL_SOCKET_FAMILY: {i.ipv6()[0]}"
+
+
+def nccl_uses_ipv6(nf_interfaces: list[Interface], chosen: str | None, env: dict[str, str]) -> Interface | None:
+    """`chosen`, where NCCL will bind an IPv6 address on it (it has no IPv4, or NCCL_SOCKET_FAMILY=AF_INET6)."""
     i = next((i for i in nf_interfaces if i.name == chosen), None)
     if i is None or not i.ipv6() or (i.ipv4() and env.get("NCCL_SOCKET_FAMILY", "").strip().upper() != "AF_INET6"):
         return None
-    return i.ipv6()[0]
+    return i
 
 
 def interface_of(interfaces: list[Interface], address: str) -> str | None:
