@@ -47,11 +47,14 @@ def parse(text: str) -> dict | None:
     """The probe's output -> {"peermem": the first of PEERMEM_FILES found, or None; "kernel": `uname -r`;
     "driver": the kernel module's version, or None where /proc/driver/nvidia/version was not read;
     "open": the open flavour of the modules (None: not read)}; None where the probe did not run."""
-    kernel = next((line.split(None, 1)[1].strip() for line in text.splitlines()
-                   if line.startswith("kernel ") and len(line.split(None, 1)) == 2), None)
+    said: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("kernel", "peermem") and value.strip():
+            said.setdefault(key, value.strip())  # the first: PEERMEM_FILES' order
+    kernel, peermem = said.get("kernel"), said.get("peermem")
     if kernel is None:
         return None
-    peermem = next((line.split(None, 1)[1].strip() for line in text.splitlines() if line.startswith("peermem ")), None)
     m = _BANNER.search(text)
     return {"peermem": peermem, "kernel": kernel, "driver": m.group(2) if m else None,
             "open": bool(m.group(1)) if m else None}

@@ -42,15 +42,13 @@ def nccl_interface(interfaces: list[Interface], env: dict[str, str]) -> tuple[st
     given no address still has its fe80::, and NCCL bootstraps on it (NVIDIA/nccl#1291: `Bootstrap :
     Using ib0:fe80::...%ib0` on one GH200, bond0 on the other, and the test hung).
     NCCL_SOCKET_FAMILY=AF_INET or AF_INET6 keeps one family."""
-    family = env.get("NCCL_SOCKET_FAMILY", "").strip().upper()
     up = [i for i in interfaces if i.up]
-    v4 = [i for i in up if i.ipv4()] if family != "AF_INET6" else []
-    usable = v4 + ([i for i in up if i.ipv6() and i not in v4] if family != "AF_INET" else [])
+    usable = [i for i in up if binds_ipv4(i, env)] + [i for i in up if binds_ipv6(i, env)]
     spec = env.get("NCCL_SOCKET_IFNAME")
     if spec:
         for i in usable:
             if matches(i.name, spec):
-                return i.name, f"NCCL_SOCKET_IFNAME={spec}" + _v6(i, v4)
+                return i.name, f"NCCL_SOCKET_IFNAME={spec}" + _v6(i, env)
         return None, f"NCCL_SOCKET_IFNAME={spec} matches no interface that is up with an address"
     for group, why in (
         ([i for i in usable if i.name.startswith("ib")], "NCCL prefers ib* interfaces"),
@@ -59,13 +57,29 @@ def nccl_interface(interfaces: list[Interface], env: dict[str, str]) -> tuple[st
         ([i for i in usable if i.kind == "loopback"], "only lo is left"),
     ):
         if group:
-            return group[0].name, why + _v6(group[0], v4)
+            return group[0].name, why + _v6(group[0], env)
     return None, "no interface is up with an address"
 
 
-def _v6(i: Interface, v4: list[Interface]) -> str:
+def _family(env: dict[str, str]) -> str:
+    return env.get("NCCL_SOCKET_FAMILY", "").strip().upper()
+
+
+def binds_ipv4(i: Interface, env: dict[str, str]) -> bool:
+    """NCCL takes `i` at an IPv4 address: it has one, and NCCL_SOCKET_FAMILY does not ask for IPv6."""
+    return bool(i.ipv4()) and _family(env) != "AF_INET6"
+
+
+def binds_ipv6(i: Interface, env: dict[str, str]) -> bool:
+    """NCCL takes `i` at an IPv6 address: it has no IPv4 (or NCCL_SOCKET_FAMILY=AF_INET6 asks for one),
+    and NCCL_SOCKET_FAMILY does not keep to IPv4. Never both this and binds_ipv4."""
+    family = _family(env)
+    return bool(i.ipv6()) and family != "AF_INET" and (family == "AF_INET6" or not i.ipv4())
+
+
+def _v6(i: Interface, env: dict[str, str]) -> str:
     """What the reason adds where NCCL will bind the interface's IPv6 address."""
-    return "" if i in v4 else f" ({ipv6_words(i)})"
+    return f" ({ipv6_words(i)})" if binds_ipv6(i, env) else ""
 
 
 def ipv6_words(i: Interface) -> str:
@@ -76,9 +90,7 @@ def ipv6_words(i: Interface) -> str:
 def nccl_uses_ipv6(nf_interfaces: list[Interface], chosen: str | None, env: dict[str, str]) -> Interface | None:
     """`chosen`, where NCCL will bind an IPv6 address on it (it has no IPv4, or NCCL_SOCKET_FAMILY=AF_INET6)."""
     i = next((i for i in nf_interfaces if i.name == chosen), None)
-    if i is None or not i.ipv6() or (i.ipv4() and env.get("NCCL_SOCKET_FAMILY", "").strip().upper() != "AF_INET6"):
-        return None
-    return i
+    return i if i is not None and binds_ipv6(i, env) else None
 
 
 def interface_of(interfaces: list[Interface], address: str) -> str | None:

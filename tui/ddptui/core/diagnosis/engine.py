@@ -24,7 +24,7 @@ from .classify import decide_signal, signal_of_exit
 from .facts import ANSI, STATE_LITERALS, NodeState, cross_verdicts, extract_facts
 from .failures import Failures
 from .literals import Prefilter, literals_of
-from .model import SEVERITIES, Evidence, Finding
+from .model import Evidence, Finding, graver
 from .cross_rules import CROSS_RULES, CrossRule
 from .rules import RULES, Rule
 from .signs import FAILURE_SIGNS, Sign
@@ -197,7 +197,7 @@ class Engine(SpentLines):
             changed = True
         # a graver word of the same id (NCCL's information that GPUDirect RDMA is off, then NVSHMEM's
         # failure for want of it) makes the finding that grave, in its words
-        if SEVERITIES.index(sev := severity or CATALOG[fid].severity) < SEVERITIES.index(f.severity):
+        if graver(sev := severity or CATALOG[fid].severity, f.severity):
             f.severity, f.summary = sev, f"{', '.join(f.nodes)}: {summary}"
             changed = True
         if changed:

@@ -8,6 +8,11 @@ from typing import Any
 SEVERITIES = ("error", "warning", "info")
 
 
+def graver(a: str, b: str) -> bool:
+    """Severity `a` is graver than `b` (an error than a warning, a warning than information)."""
+    return SEVERITIES.index(a) < SEVERITIES.index(b)
+
+
 @dataclass(frozen=True)
 class Evidence:
     node: str

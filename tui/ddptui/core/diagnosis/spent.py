@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING
 from .bandwidth import ANCHORS as BANDWIDTH_ANCHORS
 from .catalog import CATALOG
 from .facts import ANSI, COMM_SIZE, NCCL_HEAD, NET_DEFINITE, STATE_LITERALS, NodeState
-
-from .model import SEVERITIES
+from .model import graver
 
 if TYPE_CHECKING:
     from .literals import Prefilter
@@ -247,7 +246,7 @@ class SpentLines:
         f = self._findings.get(rule.id)
         if rule.decide is not None or f is None or f.state != "active" or st.name not in f.nodes:
             return False
-        if f.severity != "error" and SEVERITIES.index(rule.severity or CATALOG[rule.id].severity) < SEVERITIES.index(f.severity):
+        if f.severity != "error" and graver(rule.severity or CATALOG[rule.id].severity, f.severity):
             return False  # its match would make the finding graver (Engine._raise)
         return sum(e.node == st.name for e in f.evidence) >= MAX_EVIDENCE_PER_NODE
 
