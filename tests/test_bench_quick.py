@@ -103,3 +103,15 @@ def test_tui_flood_quick_prints_keys_rss_and_disk_with_their_baselines() -> None
     out = quick("bench.tui_flood", "--rate", "100")  # a running job's output: what the TUI costs meanwhile
     assert "TUI while lines keep coming: 2 node(s) x 100 lines/s" in out, out
     assert re.search(r"the TUI process +\d+\.\d% of a core +ddptui --headless +\d+\.\d%", out), out
+
+
+@needs_torch
+@pytest.mark.torch
+def test_slow_output_quick_times_the_run_into_a_file_a_slow_and_a_stopped_pipe() -> None:
+    """bench.slow_output: the same flood into a file, a pipe read at 1 MB/s and a pipe read only at
+    the end; each run put its last line on disk (none was stopped at the limit), and the stopped
+    pipe was told what it was not given."""
+    out = quick("bench.slow_output")
+    for how in ("a file (the baseline)", "a pipe read at 1 MB/s", "a pipe read only at the end (Ctrl-S)"):
+        assert re.search(re.escape(how) + r" +first line -> last on disk +\d+\.\d\d s", out), out
+    assert re.search(r"\(Ctrl-S\) .* [1-9][\d,]* said not printed", out), out

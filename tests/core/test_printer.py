@@ -17,6 +17,7 @@ def printed(out: io.TextIOBase, events: list) -> None:
     p.out = out
     for ev in events:
         p(ev)
+    p.close()
 
 
 def test_every_line_gets_its_node_and_the_events_stay_in_order() -> None:
@@ -55,6 +56,7 @@ def test_json_output_is_what_json_dumps_makes_of_each_line_event() -> None:
     p.out = out
     p(E.NodeOutput('no"de', Chunk.of_lines(texts), 41, "stdout"))
     p(E.NodeOutput("n2", ("last",), 7, "stderr"))
+    p.close()
     want = [json.dumps({"event": "output", "node": 'no"de', "stream": "stdout", "line": 41 + i, "text": t})
             for i, t in enumerate(texts)]
     want.append(json.dumps({"event": "output", "node": "n2", "stream": "stderr", "line": 7, "text": "last"}))
@@ -122,7 +124,7 @@ def test_nodes_printing_at_once_never_mix_their_lines() -> None:
         t.start()
     for t in threads:
         t.join()
-    out.flush()
+    p.close()
     lines = raw.data.decode().splitlines()
     assert len(lines) == 4 * batches * size
     runs: list[tuple[str, int]] = []  # (node, batch) of each run of lines, in the order printed

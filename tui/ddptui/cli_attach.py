@@ -54,6 +54,8 @@ def _headless(args: argparse.Namespace, runs_dir) -> int:
             printer._w(f"{'ddptui':<{printer.width}} │ interrupted: stopped reading; the job goes on in Slurm"
                        + (f" — what was read is in {att.run_dir.path}" if att.run_dir else ""))
         return EXIT_INTERRUPTED
+    finally:
+        printer.close()  # what waits for a slow terminal, and the word for what it could not take
     if not args.json:
         _verdict(printer, att)
     return EXIT_OK if att.ok else EXIT_FAIL

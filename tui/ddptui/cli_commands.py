@@ -102,6 +102,7 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
         rc = EXIT_INTERRUPTED
     finally:
         rb.close()
+        printer.close()  # what waits for a slow terminal, and the word for what it could not take
     if not as_json and rb.run_path is not None:
         s = rb.summary()
         bad = [f"{n} {d['state']}" + (f" (exit {d['exit_code']})" if d["exit_code"] not in (None, 0) else "")
@@ -160,6 +161,7 @@ def _quiet_checks(args: argparse.Namespace, pb, ids: list[str]):
         return None, False
     finally:
         rb.close()
+        buf.close()
     return rb, ok
 
 

@@ -42,6 +42,11 @@ def open_private(path: Path, mode: str = "a") -> IO:
     return os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8")
 
 
+def node_log(run_dir: str | Path, node: str) -> Path:
+    """Where a run folder keeps a node's output."""
+    return Path(run_dir) / f"{safe_name(node)}.log"
+
+
 class RunDirError(UsageError):
     """The run's folder cannot be made or written before the run starts: nothing was run, and the
     runs folder is the user's to fix, like a bad --runs-dir (exit code 2)."""
@@ -91,7 +96,7 @@ class RunDir:
         return (lambda: cb(what, path, self.write_errors[what])) if cb else (lambda: None)
 
     def log_path(self, node: str) -> Path:
-        return self.path / f"{safe_name(node)}.log"
+        return node_log(self.path, node)
 
     def times_path(self, node: str) -> Path:
         return self.path / f"{safe_name(node)}.times"
