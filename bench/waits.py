@@ -1,7 +1,9 @@
 """How long each node's reader waits for the others: `ddptui run --headless` of N local nodes
 flooding (bench/stream.py's playbook and workload), with every lock that a reader takes on its way
 (the run folder's, the printer's, the live diagnosis') timed as it is acquired: how many times, the
-seconds spent waiting for it, the longest wait, the seconds it was held. The baseline beside it is
+seconds spent waiting for it, the longest wait, the seconds it was held; and, as "(full)", the
+readers' waits on a Condition of those modules (the printer's backlog, full: its output here is
+a file, which is waited for). The baseline beside it is
 1 node, where nobody else holds them.
 
 The 4-node flood's time is the machine's on 2 shared cores (bench/README.md), so a wall time cannot
@@ -60,6 +62,27 @@ class TimedLock:
         self.release()
 
 
+class TimedCondition(threading.Condition):
+    """A Condition whose waits in the nodes' readers are timed as its lock's (the printer's backlog
+    full, when its output is a file: a reader waits for the writer there, not for a lock). The
+    writer's own waits for work and the main thread's for the writer's end are not the readers'."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        me = threading.current_thread()
+        if me is threading.main_thread() or me.name.startswith("ddptui-printer"):
+            return super().wait(timeout)
+        t = time.perf_counter()
+        try:
+            return super().wait(timeout)
+        finally:
+            where = getattr(self._lock, "where", "?")  # type: ignore[attr-defined]
+            s = TimedLock.stats[f"{where} (full)"]
+            waited = time.perf_counter() - t
+            s[0] += 1
+            s[1] += waited
+            s[2] = max(s[2], waited)
+
+
 def child(pb: str, runs: str, out: str) -> int:
     """ddptui run, its readers' locks timed; the figures to `out` as JSON."""
     import importlib
@@ -69,6 +92,7 @@ def child(pb: str, runs: str, out: str) -> int:
         shim = types.ModuleType("threading")
         shim.__dict__.update(threading.__dict__)
         shim.Lock = lambda where=name.rsplit(".", 1)[1]: TimedLock(where)  # type: ignore[attr-defined]
+        shim.Condition = TimedCondition  # type: ignore[attr-defined]
         mod.threading = shim  # type: ignore[attr-defined]
     from ddptui.cli import main
 
