@@ -35,6 +35,10 @@ def _is_file(out) -> bool:
         return True
 
 
+def _amount(size: int) -> str:
+    return f"{size >> 20} MB" if size >= 1 << 20 else f"{size >> 10} KB"
+
+
 class Printer:
     """Headless output: `node │ line`, flushed batch by batch even into a pipe; or JSON events.
     With a Redactor, nothing secret is printed: node output is searched for the known values (one
@@ -195,7 +199,7 @@ class Printer:
                                "count": count, "log": log}) + "\n"
         where = log or f"the run's log of {node}"
         return (f"{node:<{self.width}} │ [ddptui: {count:,} line{'s' if count != 1 else ''} ({first:,}-{first + count - 1:,}) "
-                f"not printed: this output fell {self.backlog >> 20} MB behind the nodes; every line is in {where}]\n")
+                f"not printed: this output fell {_amount(self.backlog)} behind the nodes; every line is in {where}]\n")
 
     def _write_all(self) -> None:
         """The writer: all that waits, in order, then a flush; until closed and nothing waits."""
