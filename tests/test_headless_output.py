@@ -148,6 +148,36 @@ def test_a_reader_that_goes_away_ends_the_run_as_ctrl_c_does(tmp_path: Path, run
     assert {n: d["state"] for n, d in summary["nodes"].items()} == {"a": "stopped", "b": "stopped"}
 
 
+@needs_torch
+@pytest.mark.torch
+def test_a_run_stopped_while_its_terminal_is_stopped_too_still_ends(tmp_path: Path, runs_dir: Path) -> None:
+    """Ctrl-S, then SIGTERM (or Ctrl-C): the jobs are stopped and ddptui exits 130 within a few
+    seconds, though what it would print still waits for the terminal (its logs have every line)."""
+    stop = tmp_path / "stop"
+    pb = flood_playbook(tmp_path, 29577, lines=0, until=stop, pause=0.05)
+    p = subprocess.Popen([ddptui_exe(), "run", str(pb), "--headless", "--runs-dir", str(runs_dir)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and sum(x.stat().st_size for x in runs_dir.glob("*/[ab].log")) < 8 << 20:
+            time.sleep(0.2)  # both flood, and their lines fill the pipe and the printer's backlog: nobody reads
+        job = psutil.Process(p.pid).children(recursive=True)
+        assert sum("torch.distributed.run" in " ".join(c.cmdline()) for c in job) == 2
+        p.terminate()
+        assert p.wait(30) == 130
+    finally:
+        stop.touch()
+        if p.poll() is None:
+            p.kill()
+        p.stdout.close()
+    assert b"Traceback" not in p.stderr.read()
+    time.sleep(0.5)
+    alive = [c for c in job if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, [c.cmdline() for c in alive]
+    summary = json.loads(next(runs_dir.glob("*/summary.json")).read_text())
+    assert {n: d["state"] for n, d in summary["nodes"].items()} == {"a": "stopped", "b": "stopped"}
+
+
 def batches(p: Printer, node: str, count: int, size: int = 50) -> None:
     for b in range(count):
         p(E.NodeOutput(node, tuple(f"{node} line {b * size + k + 1}" for k in range(size)), b * size + 1, "stdout"))

@@ -87,6 +87,7 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
         raise UsageError(f"--from {start}: no such step (the steps are: {', '.join(ids)})")
     # SIGTERM is handled like Ctrl-C: stop the remote processes first.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    rc = EXIT_INTERRUPTED
     try:
         if step_ids is not None:
             ok = all(rb.run_step(s) for s in step_ids)
@@ -102,7 +103,9 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
         rc = EXIT_INTERRUPTED
     finally:
         rb.close()
-        printer.close()  # what waits for a slow terminal, and the word for what it could not take
+        # what waits for a slow terminal, and the word for what it could not take; a run the user
+        # stopped does not wait long for a terminal stopped too (Ctrl-S): its logs have every line
+        printer.close(wait=STOPPED_OUTPUT_WAIT if rc == EXIT_INTERRUPTED else None)
     if not as_json and rb.run_path is not None:
         s = rb.summary()
         bad = [f"{n} {d['state']}" + (f" (exit {d['exit_code']})" if d["exit_code"] not in (None, 0) else "")
@@ -113,6 +116,9 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
                    f" — logs in {rb.run_path}" +
                    (f" (INCOMPLETE: {', '.join(f'{k}: {v}' for k, v in gaps.items())})" if gaps else ""))
     return rc, rb
+
+
+STOPPED_OUTPUT_WAIT = 5.0  # seconds a stopped run waits for its output to be written
 
 
 def _raise_interrupt(*_: object) -> None:

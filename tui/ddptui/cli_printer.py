@@ -268,8 +268,10 @@ class Printer:
         if not ending:
             _thread.interrupt_main()
 
-    def close(self) -> None:
-        """Say what was left out, write everything that waits, and end the writer."""
+    def close(self, wait: float | None = None) -> None:
+        """Say what was left out, write everything that waits, and end the writer: for as long as
+        that takes, or at most `wait` seconds (a run the user stopped is not held by a terminal
+        they stopped too); what is not written by then never is (it is in the run's logs)."""
         with self._cond:
             if self._closed:
                 return
@@ -277,7 +279,7 @@ class Printer:
             self._closed = True
             self._cond.notify_all()
             try:
-                while self._writing:
-                    self._cond.wait()
+                if not self._cond.wait_for(lambda: not self._writing, wait):
+                    self.broken, self._queue = True, []  # a writer still waiting for the terminal is left to it
             except KeyboardInterrupt:  # Ctrl-C while a slow terminal catches up (or the writer found it gone)
-                self.broken, self._queue = True, []  # the rest is in the run's logs
+                self.broken, self._queue = True, []
