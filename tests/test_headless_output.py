@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 import threading
@@ -236,3 +237,23 @@ def test_a_pipe_nobody_reads_never_blocks_a_node(tmp_path: Path) -> None:
             numbers.append(int(body.rsplit(" ", 1)[1]))
     assert numbers == list(range(1, 20_001))  # every line printed or said, once, in order
     assert len(text) - 2 < 20_000  # and some were left out
+
+
+def test_a_bounded_close_leaves_a_writer_stuck_on_a_stopped_terminal() -> None:
+    """What `run` and `attach` do once the user stopped them: close(wait=...) returns though the
+    writer is blocked in a write nobody reads, and nothing is written after it (not even a line put
+    after the close, which would block the caller)."""
+    r, w = os.pipe()
+    out = io.TextIOWrapper(io.FileIO(w, "w"), encoding="utf-8")
+    p = Printer(False, 6, backlog=1 << 20)
+    p.out = out
+    batches(p, "n1", 100)  # ~100 KB: the writer is blocked once the pipe's 64 KiB are full
+    closer = threading.Thread(target=lambda: (p.close(wait=0.2), p(E.Notice("info", "after the close"))))
+    closer.start()
+    closer.join(30)
+    assert not closer.is_alive() and p.broken
+    held = b""  # the terminal reads again: the writer finishes the writes it was in, and no more
+    while select.select([r], [], [], 2.0)[0]:
+        held += os.read(r, 1 << 20)
+    os.close(r)
+    assert held.startswith(b"n1     \xe2\x94\x82 n1 line 1\n") and b"after the close" not in held

@@ -29,7 +29,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def _headless(args: argparse.Namespace, runs_dir) -> int:
-    from .cli_commands import _raise_interrupt
+    from .cli_commands import STOPPED_OUTPUT_WAIT, _raise_interrupt
     from .cli_printer import Printer
     from .core import events as E
     from .core.slurm.attach import Attachment
@@ -53,6 +53,7 @@ def _headless(args: argparse.Namespace, runs_dir) -> int:
         if not args.json:
             printer._w(f"{'ddptui':<{printer.width}} │ interrupted: stopped reading; the job goes on in Slurm"
                        + (f" — what was read is in {att.run_dir.path}" if att.run_dir else ""))
+        printer.close(wait=STOPPED_OUTPUT_WAIT)  # a terminal stopped too does not hold it long
         return EXIT_INTERRUPTED
     finally:
         printer.close()  # what waits for a slow terminal, and the word for what it could not take
