@@ -87,7 +87,7 @@ def _headless(args: argparse.Namespace, step_ids: list[str] | None, as_json: boo
         raise UsageError(f"--from {start}: no such step (the steps are: {', '.join(ids)})")
     # SIGTERM is handled like Ctrl-C: stop the remote processes first.
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    rc = EXIT_INTERRUPTED
+    rc = EXIT_INTERRUPTED  # until the steps end: an error on the way does not wait for a stopped terminal
     try:
         if step_ids is not None:
             ok = all(rb.run_step(s) for s in step_ids)

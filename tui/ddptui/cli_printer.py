@@ -43,7 +43,8 @@ class Printer:
     """Headless output: `node │ line`, flushed batch by batch even into a pipe; or JSON events.
     With a Redactor, nothing secret is printed: node output is searched for the known values (one
     search per batch), every other line and event fully. `close()` writes what waits and ends the
-    writer; what comes after is written at once."""
+    writer; what comes after is written at once (or never, once a bounded close left the writer
+    to a stopped terminal)."""
 
     def __init__(self, as_json: bool, width: int, redactor=None, backlog: int = BACKLOG) -> None:
         self.as_json = as_json
@@ -262,7 +263,9 @@ class Printer:
             self.broken, ending = True, self._closed
         if self.out is sys.stdout:
             try:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, sys.stdout.fileno())
+                os.close(null)
             except (OSError, ValueError):
                 pass
         if not ending:
