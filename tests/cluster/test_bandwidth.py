@@ -78,7 +78,10 @@ def test_a_slowed_link_raises_slow_interconnect(cluster: Cluster, ssh_env: Path,
     assert f"below the playbook's bandwidth.min_busbw_gbps ({MIN_BUSBW:g} GB/s)" in f["summary"]
     assert "gloo, 2 nodes" in f["summary"] and "wrong interface" in f["explanation"]
     summary = events[-1]["summary"]
-    assert [x["id"] for x in summary["findings"]] == ["slow-interconnect"]
+    # the run's one problem; torch 2.13's torchrun may add its exit barrier race, information only
+    # (seen once in CI, 2026-12-05: the agents' exit barrier failed after both nodes' workers succeeded)
+    assert [x["id"] for x in summary["findings"] if x["severity"] != "info"] == ["slow-interconnect"]
+    assert {x["id"] for x in summary["findings"] if x["severity"] == "info"} <= {"exit-barrier-race"}
     assert summary["bandwidth"]["inter_node"]["busbw_gbps"] == d["busbw_gbps"]
     print(f"\nshaped 20mbit: inter-node busbw {d['busbw_gbps']} GB/s at {d['size']} B, "
           f"world {summary['bandwidth']['world']['busbw_gbps']}")
