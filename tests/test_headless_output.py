@@ -51,19 +51,48 @@ steps: [launch-master, wait-master, launch-workers, watch]
     return pb
 
 
+def start(pb: Path, runs_dir: Path, *extra: str, stderr=subprocess.PIPE) -> subprocess.Popen:
+    """`ddptui run PB --headless`, its output into a pipe this test reads when it chooses."""
+    return subprocess.Popen([ddptui_exe(), "run", str(pb), "--headless", "--runs-dir", str(runs_dir), *extra],
+                            stdout=subprocess.PIPE, stderr=stderr)
+
+
+def tail(path: Path, n: int = 1 << 16) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(max(0, path.stat().st_size - n))
+        return f.read()
+
+
 def wait_for_logs(runs_dir: Path, p: subprocess.Popen, deadline: float) -> None:
-    """Until both node logs hold their flood's last line; nobody reads the run's output meanwhile."""
+    """Until both node logs hold their flood's last line (looked for in their tails: a poll does
+    not read 20 MB); nobody reads the run's output meanwhile."""
     sizes = "no run folder yet"
     while time.time() < deadline and p.poll() is None:
         logs = {n: next(runs_dir.glob(f"*/{n}.log"), None) for n in ("a", "b")}
         if all(logs.values()):
-            texts = {n: path.read_text(errors="replace") for n, path in logs.items()}  # type: ignore[union-attr]
-            if all(f"flood done rank {r} lines {LINES}" in texts[n] for n, r in (("a", 0), ("b", 1))):
+            if all(f"flood done rank {r} lines {LINES}".encode() in tail(logs[n]) for n, r in (("a", 0), ("b", 1))):
                 return
-            sizes = ", ".join(f"{n} {len(t):,} bytes" for n, t in texts.items())
+            sizes = ", ".join(f"{n} {path.stat().st_size:,} bytes" for n, path in logs.items())  # type: ignore[union-attr]
         time.sleep(0.2)
     p.terminate()  # ddptui stops the floods on its way out
     pytest.fail(f"the nodes' logs stopped growing while the output was not read ({sizes}; ddptui rc {p.poll()})")
+
+
+def assert_stopped_everywhere(p: subprocess.Popen, job: list[psutil.Process], runs_dir: Path) -> None:
+    """What a stopped run leaves: no traceback, no process of its job, both nodes `stopped`."""
+    assert b"Traceback" not in p.stderr.read()
+    time.sleep(0.5)
+    alive = [c for c in job if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, [c.cmdline() for c in alive]
+    summary = json.loads(next(runs_dir.glob("*/summary.json")).read_text())
+    assert {n: d["state"] for n, d in summary["nodes"].items()} == {"a": "stopped", "b": "stopped"}
+
+
+def torchruns(p: subprocess.Popen) -> list[psutil.Process]:
+    """The run's processes, once both nodes' torchrun are among them."""
+    job = psutil.Process(p.pid).children(recursive=True)
+    assert sum("torch.distributed.run" in " ".join(c.cmdline()) for c in job) == 2, [c.cmdline() for c in job]
+    return job
 
 
 @needs_torch
@@ -71,9 +100,7 @@ def wait_for_logs(runs_dir: Path, p: subprocess.Popen, deadline: float) -> None:
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_a_stopped_terminal_holds_up_no_node_and_every_line_is_kept(tmp_path: Path, runs_dir: Path, as_json: bool) -> None:
     pb = flood_playbook(tmp_path, 29574 + as_json)
-    err = open(tmp_path / "stderr.txt", "w")
-    p = subprocess.Popen([ddptui_exe(), "run", str(pb), "--headless", "--runs-dir", str(runs_dir),
-                          *(["--json"] if as_json else [])], stdout=subprocess.PIPE, stderr=err)
+    p = start(pb, runs_dir, *(["--json"] if as_json else []), stderr=open(tmp_path / "stderr.txt", "w"))
     wait_for_logs(runs_dir, p, time.time() + 120)  # the floods ran to their end with nothing read
     out = p.stdout.read().decode()  # the terminal reads again: what waited, then the word for the rest
     assert p.wait(60) == 0, out[-3000:] + (tmp_path / "stderr.txt").read_text()[-3000:]
@@ -122,17 +149,14 @@ def test_a_reader_that_goes_away_ends_the_run_as_ctrl_c_does(tmp_path: Path, run
     job is stopped on every node, the run ends (130, as interrupted), nothing is left running, and
     no traceback is printed."""
     stop = tmp_path / "stop"  # made at the end in any case: the flood ends then if ddptui did not end it
-    pb = flood_playbook(tmp_path, 29576, lines=0, until=stop, pause=0.05)
-    p = subprocess.Popen([ddptui_exe(), "run", str(pb), "--headless", "--runs-dir", str(runs_dir)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = start(flood_playbook(tmp_path, 29576, lines=0, until=stop, pause=0.05), runs_dir)
     try:
         seen: list[bytes] = []
         for line in p.stdout:
             seen.append(line)
             if sum(x.startswith("b      │ flood-host".encode()) for x in seen) >= 3:
                 break  # both nodes print
-        job = psutil.Process(p.pid).children(recursive=True)
-        assert sum("torch.distributed.run" in " ".join(c.cmdline()) for c in job) == 2, b"".join(seen)[-2000:]
+        job = torchruns(p)
         p.stdout.close()  # the reader is gone: the next batch ddptui writes finds no one
         assert p.wait(60) == 130
     finally:
@@ -141,12 +165,7 @@ def test_a_reader_that_goes_away_ends_the_run_as_ctrl_c_does(tmp_path: Path, run
         if p.poll() is None:  # ddptui stops the floods on its way out
             p.terminate()
             p.wait(60)
-    assert b"Traceback" not in p.stderr.read()
-    time.sleep(0.5)
-    alive = [c for c in job if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
-    assert not alive, [c.cmdline() for c in alive]
-    summary = json.loads(next(runs_dir.glob("*/summary.json")).read_text())
-    assert {n: d["state"] for n, d in summary["nodes"].items()} == {"a": "stopped", "b": "stopped"}
+    assert_stopped_everywhere(p, job, runs_dir)
 
 
 @needs_torch
@@ -155,15 +174,12 @@ def test_a_run_stopped_while_its_terminal_is_stopped_too_still_ends(tmp_path: Pa
     """Ctrl-S, then SIGTERM (or Ctrl-C): the jobs are stopped and ddptui exits 130 within a few
     seconds, though what it would print still waits for the terminal (its logs have every line)."""
     stop = tmp_path / "stop"
-    pb = flood_playbook(tmp_path, 29577, lines=0, until=stop, pause=0.05)
-    p = subprocess.Popen([ddptui_exe(), "run", str(pb), "--headless", "--runs-dir", str(runs_dir)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = start(flood_playbook(tmp_path, 29577, lines=0, until=stop, pause=0.05), runs_dir)
     try:
         deadline = time.time() + 120
         while time.time() < deadline and sum(x.stat().st_size for x in runs_dir.glob("*/[ab].log")) < 8 << 20:
             time.sleep(0.2)  # both flood, and their lines fill the pipe and the printer's backlog: nobody reads
-        job = psutil.Process(p.pid).children(recursive=True)
-        assert sum("torch.distributed.run" in " ".join(c.cmdline()) for c in job) == 2
+        job = torchruns(p)
         p.terminate()
         assert p.wait(30) == 130
     finally:
@@ -171,12 +187,7 @@ def test_a_run_stopped_while_its_terminal_is_stopped_too_still_ends(tmp_path: Pa
         if p.poll() is None:
             p.kill()
         p.stdout.close()
-    assert b"Traceback" not in p.stderr.read()
-    time.sleep(0.5)
-    alive = [c for c in job if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
-    assert not alive, [c.cmdline() for c in alive]
-    summary = json.loads(next(runs_dir.glob("*/summary.json")).read_text())
-    assert {n: d["state"] for n, d in summary["nodes"].items()} == {"a": "stopped", "b": "stopped"}
+    assert_stopped_everywhere(p, job, runs_dir)
 
 
 def batches(p: Printer, node: str, count: int, size: int = 50) -> None:

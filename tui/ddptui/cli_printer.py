@@ -28,7 +28,8 @@ def mark_of(f) -> str:
 
 
 def _is_file(out) -> bool:
-    """Whether `out` is a regular file, or memory (no descriptor): output that is waited for."""
+    """Whether `out` is a regular file, or memory (no descriptor): output that is waited for. Asked
+    only of a full backlog (an fstat), so nothing caches it: a test may swap `out`."""
     try:
         return stat.S_ISREG(os.fstat(out.fileno()).st_mode)
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
@@ -58,7 +59,6 @@ class Printer:
         self._queued = 0  # the bytes in the queue and in the writer's hands
         self._skipped: dict[str, list] = {}  # node -> [stream, first line, lines] not printed
         self._skipping = False  # node lines are being left out (until the backlog is half written)
-        self._file: tuple[object, bool] = (None, True)  # (out, whether it is waited for)
         self._writing = False  # the writer thread runs: what is put goes to its queue
         self._closed = False
         self._run_dir: str | None = None
@@ -141,7 +141,7 @@ class Printer:
         (all nodes print again together: none is shut out by the others, and a node does not print
         a batch now and then). Counted, to be said before the node's next printed line."""
         with self._cond:
-            if self._queued < (self.backlog // 2 if self._skipping else self.backlog) or self._closed or self._waited_for():
+            if self._queued < (self.backlog // 2 if self._skipping else self.backlog) or self._closed or _is_file(self.out):
                 self._skipping = False
                 return False
             self._skipping = True
@@ -150,12 +150,6 @@ class Printer:
             else:
                 held[2] += len(ev.lines)
             return True
-
-    def _waited_for(self) -> bool:
-        out, waited = self._file
-        if out is not self.out:
-            self._file = (self.out, waited := _is_file(self.out))
-        return waited
 
     def _put(self, made: str | tuple[bytes, memoryview], node: str | None = None) -> None:
         """Queue what `_prefixed`, `_json_text` or `_w` made for the writer (a node's batch after the
@@ -171,7 +165,7 @@ class Printer:
                         self.broken = True
                 return
             if node is not None and not self._closed:
-                while self._queued >= self.backlog and not self.broken and self._waited_for():
+                while self._queued >= self.backlog and not self.broken and _is_file(self.out):
                     self._cond.wait()  # a file: its reader never stops, so the node waits for it
                 if (held := self._skipped.pop(node, None)) is not None:
                     self._queue.append((self._left_out(node, *held), 0))
